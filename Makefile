@@ -1,0 +1,103 @@
+# One entry point for developers and CI. `make help` lists the targets.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+ROOT := $(abspath .)
+# The collection must sit at ansible_collections/llmops/sglang to be imported; a symlink serves pytest and ansible.
+COLLECTIONS := $(ROOT)/.build/collections
+COLLECTION_LINK := $(COLLECTIONS)/ansible_collections/llmops/sglang
+# ansible-test resolves symlinks, so sanity runs on a copy of the tracked files instead.
+SANITY_COPY := $(ROOT)/.build/sanity/ansible_collections/llmops/sglang
+TEST_HOME := $(ROOT)/.build/ansible-test-home
+
+# Two ansible-core lines are tested: the newest that runs on Python 3.11 (2.19) and the newest release (2.21, Python >= 3.12).
+# pyenv shims only answer for the selected version, so look at pyenv's install dirs first.
+find_python = $(or $(firstword $(wildcard $(HOME)/.pyenv/versions/$(1).*/bin/python$(1))),$(shell command -v python$(1) 2>/dev/null))
+PY_OLD ?= $(call find_python,3.11)
+PY_NEW ?= $(call find_python,3.12)
+VENV := $(ROOT)/.venv
+VENV_NEW := $(ROOT)/.venv-2.21
+
+export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
+export PYTHONPATH := $(COLLECTIONS)
+export PYTHONDONTWRITEBYTECODE := 1
+
+N ?= 3
+
+.PHONY: help setup test sanity lint units integration demo fleet-up fleet-down build changelog-lint clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 18
+
+setup: $(VENV)/.done $(VENV_NEW)/.done $(COLLECTION_LINK) ## make both venvs and the collection link
+
+$(VENV)/.done: requirements.txt tests/requirements.txt
+	@test -n "$(PY_OLD)" || { echo "Python 3.11 not found (set PY_OLD=/path/to/python3.11)"; exit 1; }
+	$(PY_OLD) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -r requirements.txt -r tests/requirements.txt 'ansible-core>=2.19,<2.20'
+	touch $@
+
+$(VENV_NEW)/.done: requirements.txt tests/requirements.txt
+	@test -n "$(PY_NEW)" || { echo "Python 3.12 not found (set PY_NEW=/path/to/python3.12)"; exit 1; }
+	$(PY_NEW) -m venv $(VENV_NEW)
+	$(VENV_NEW)/bin/pip install -q --upgrade pip
+	$(VENV_NEW)/bin/pip install -q -r requirements.txt 'ansible-core>=2.21,<2.22' pytest
+	touch $@
+
+$(COLLECTION_LINK):
+	mkdir -p $(dir $@)
+	ln -sfn ../../../.. $@
+
+test: setup lint changelog-lint units build sanity integration ## everything CI runs
+
+lint: setup ## ansible-lint, production profile (.config/ansible-lint.yml)
+	$(VENV)/bin/ansible-lint --offline
+
+changelog-lint: setup ## antsibull-changelog checks the fragments
+	$(VENV)/bin/antsibull-changelog lint
+
+units: setup ## unit tests on both ansible-core lines
+	$(VENV)/bin/python -m pytest -q tests/unit
+	$(VENV_NEW)/bin/python -m pytest -q tests/unit
+
+sanity: setup ## ansible-test sanity on a copy at ansible_collections/llmops/sglang, both ansible-core lines
+	rm -rf $(SANITY_COPY) && mkdir -p $(SANITY_COPY)
+	git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t $(SANITY_COPY)
+	# ansible-test passes only HOME (not PIP_*) to the pip it runs, and fetches get-pip.py from outside the package
+	# registries: give it a private HOME with the user's pip config and a get-pip stand-in in its cache.
+	mkdir -p $(TEST_HOME)/.config/pip
+	for conf in ~/.config/pip/pip.conf ~/.pip/pip.conf; do [ ! -f $$conf ] || cp $$conf $(TEST_HOME)/.config/pip/; done
+	for venv in $(VENV) $(VENV_NEW); do \
+	  ver=$$(grep -oP "pip='\\K[0-9.]+" $$venv/lib/python*/site-packages/ansible_test/_internal/python_requirements.py); \
+	  install -D -m 0644 tests/tools/ansible_test_get_pip.py $(TEST_HOME)/.ansible/test/cache/get_pip_$${ver//./_}.py; \
+	done
+	cd $(SANITY_COPY) && git init -q && git add -A && \
+	  HOME=$(TEST_HOME) $(VENV)/bin/ansible-test sanity --python 3.11 --color no && \
+	  HOME=$(TEST_HOME) $(VENV_NEW)/bin/ansible-test sanity --python 3.12 --color no
+
+build: setup ## build the collection tarball, install it, and check ansible-doc lists its modules
+	rm -rf .build/dist .build/installed && mkdir -p .build/dist
+	$(VENV)/bin/ansible-galaxy collection build --force --output-path .build/dist
+	$(VENV)/bin/ansible-galaxy collection install -p .build/installed .build/dist/llmops-sglang-*.tar.gz
+	ANSIBLE_COLLECTIONS_PATH=$(ROOT)/.build/installed $(VENV)/bin/ansible-doc -l llmops.sglang | tee .build/dist/modules.txt
+	grep -q '^llmops.sglang.sglang_wait_ready' .build/dist/modules.txt
+
+integration: setup ## tests on a local fleet of real systemd hosts (root; boots and removes the fleet)
+	LLMOPS_REQUIRE_FLEET=1 PATH=$(VENV)/bin:$$PATH $(VENV)/bin/python -m pytest -q tests/integration
+
+fleet-up: setup ## boot N local systemd hosts (default 3) and write inventories/local/hosts.yml
+	$(VENV)/bin/python tests/fleet/fleet.py up --count $(N)
+
+fleet-down: ## stop the local fleet and remove every netns, mount and cgroup it made
+	python3 tests/fleet/fleet.py down
+
+demo: ## (not built yet) the main job on the embedded default
+	@echo "make demo will: boot a 3-host local fleet, run playbooks/deploy_k26.yml against it with the SGLang stand-in"
+	@echo "at a realistic scaled pace, print the fleet report, then re-run to show changed=0."
+	@echo "It needs the server role and deploy_k26.yml, which are not built yet."
+	@exit 1
+
+clean: ## remove build output and venvs (not the fleet: use fleet-down)
+	rm -rf .build .venv .venv-2.21 tests/output
