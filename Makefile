@@ -53,7 +53,7 @@ $(COLLECTION_LINK):
 test: setup lint changelog-lint units build sanity integration ## everything CI runs
 
 lint: setup ## ansible-lint, production profile (.config/ansible-lint.yml)
-	$(VENV)/bin/ansible-lint --offline
+	PATH=$(VENV)/bin:$$PATH ansible-lint --offline
 
 changelog-lint: setup ## antsibull-changelog checks the fragments
 	$(VENV)/bin/antsibull-changelog lint
