@@ -12,6 +12,8 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.llmops.sglang.plugins.module_utils.procfs import listening_sockets
+
 # Packages whose versions decide whether a K2.6 launch works (compressed-tensors: nvfp4; torch: CUDA build).
 DEFAULT_PACKAGES = ('sglang', 'compressed-tensors', 'torch', 'transformers', 'sgl-kernel', 'flashinfer-python', 'pip')
 
@@ -41,9 +43,6 @@ print(json.dumps({
     "packages": versions,
 }))
 '''
-
-# Sockets in LISTEN state in /proc/net/tcp{,6} have st == 0A.
-_TCP_LISTEN = '0A'
 
 REDACTED = '********'
 # Flags whose value is a secret: never returned, even from /proc/PID/cmdline.
@@ -90,17 +89,7 @@ def checkpoint_status(config_present, index_text, present_files):
 
 def listening_ports(proc_net_text):
     """Local ports in LISTEN state in the text of /proc/net/tcp or /proc/net/tcp6."""
-    ports = set()
-    for line in proc_net_text.splitlines()[1:]:
-        fields = line.split()
-        if len(fields) < 4 or fields[3] != _TCP_LISTEN:
-            continue
-        _addr, _sep, port_hex = fields[1].rpartition(':')
-        try:
-            ports.add(int(port_hex, 16))
-        except ValueError:
-            continue
-    return ports
+    return set(listening_sockets(proc_net_text))
 
 
 def redact_argv(argv):

@@ -20,21 +20,29 @@ _SOCKET_LINK_RE = re.compile(r'^socket:\[(\d+)\]$')
 CGROUP_ROOTS = ('/sys/fs/cgroup', '/sys/fs/cgroup/unified', '/sys/fs/cgroup/systemd')
 
 
-def listening_inodes(text, port):
-    """Inodes of the sockets listening on a TCP port, from /proc/net/tcp or /proc/net/tcp6 text."""
-    inodes = set()
+def listening_sockets(text):
+    """{port: set of socket inodes} for the sockets in LISTEN state in /proc/net/tcp or /proc/net/tcp6 text.
+
+    An inode of 0 (a socket whose owner is gone) still marks the port as listening, with no inode to match.
+    """
+    sockets = {}
     for line in text.splitlines()[1:]:
         fields = line.split()
-        if len(fields) < 10 or fields[3] != TCP_LISTEN:
+        if len(fields) < 4 or fields[3] != TCP_LISTEN:
             continue
-        local = fields[1]
         try:
-            local_port = int(local.rsplit(':', 1)[1], 16)
+            local_port = int(fields[1].rsplit(':', 1)[1], 16)
         except (IndexError, ValueError):
             continue
-        if local_port == port and fields[9].isdigit() and fields[9] != '0':
+        inodes = sockets.setdefault(local_port, set())
+        if len(fields) >= 10 and fields[9].isdigit() and fields[9] != '0':
             inodes.add(int(fields[9]))
-    return inodes
+    return sockets
+
+
+def listening_inodes(text, port):
+    """Inodes of the sockets listening on a TCP port, from /proc/net/tcp or /proc/net/tcp6 text."""
+    return listening_sockets(text).get(port, set())
 
 
 def socket_inode(link):

@@ -1,0 +1,239 @@
+# -*- coding: utf-8 -*-
+"""llmops.sglang.server on real systemd hosts with the SGLang stand-in: deploy, idempotence, the seeds' fixes,
+rollback, two instances, argv fidelity, secrets, check mode."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import re
+import secrets
+import shlex
+
+import pytest
+
+PLAYBOOK = 'tests/integration/playbooks/server_role.yml'
+MODEL = '/models/k26'
+VENV = '/opt/sglang/venv'
+PACE = '0.01'  # a 600 GB load in about 4 s
+RECAP = re.compile(r'^(?P<host>\S+)\s*:\s*ok=(?P<ok>\d+)\s+changed=(?P<changed>\d+)\s+unreachable=(?P<unreachable>\d+)\s+'
+                   r'failed=(?P<failed>\d+)', re.M)
+
+
+def recap(result, host):
+    for match in RECAP.finditer(result.stdout):
+        if match.group('host') == host:
+            return dict((k, int(v)) for k, v in match.groupdict().items() if k != 'host')
+    raise AssertionError('no PLAY RECAP line for %s in\n%s' % (host, result))
+
+
+def role_vars(host, name, port, **overrides):
+    values = {
+        'target_hosts': host.name,
+        'sglang_service_name': name,
+        'sglang_port': port,
+        'sglang_model_path': MODEL,
+        'sglang_served_model_name': 'kimi-k2.6',
+        'sglang_tp_size': 8,
+        'sglang_user': 'root',
+        'sglang_group': 'root',
+        'sglang_server_args': {'trust-remote-code': True, 'tool-call-parser': 'kimi_k2', 'reasoning-parser': 'kimi_k2'},
+        'sglang_env': {'SGLANG_STANDIN_PACE': PACE},
+        'sglang_wait': {'timeout': 120, 'stall_timeout': 60},
+    }
+    values.update(overrides)
+    return values
+
+
+def unit_show(fleet, host, unit, *props):
+    out = fleet.run(host, ['systemctl', 'show', '-p', ','.join(props), unit], check=True).stdout
+    return dict(line.split('=', 1) for line in out.splitlines() if '=' in line)
+
+
+def venv_version(fleet, host, package):
+    out = fleet.run(host, [VENV + '/bin/python', '-c',
+                           'import importlib.metadata as m, sys\ntry: print(m.version(sys.argv[1]))\nexcept Exception: print("absent")',
+                           package], check=True).stdout
+    return out.strip()
+
+
+def completion(fleet, host, port, model='kimi-k2.6', api_key=None):
+    """A real chat completion from the host itself, as JSON (or the curl-less python equivalent)."""
+    script = ('import json, sys, urllib.request\n'
+              'req = urllib.request.Request("http://127.0.0.1:%d/v1/chat/completions", method="POST",\n'
+              '  data=json.dumps({"model": %r, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}).encode(),\n'
+              '  headers=dict([("Content-Type", "application/json")] + (%r and [("Authorization", "Bearer " + %r)] or [])))\n'
+              'print(urllib.request.urlopen(req, timeout=10).read().decode())\n') % (port, model, api_key or '', api_key or '')
+    return json.loads(fleet.run(host, ['python3', '-c', script], check=True).stdout)
+
+
+@pytest.fixture
+def host(fleet, standin_venv):
+    """gpu-01 with the stand-in venv, a fake K2.6 checkpoint, and no unit left behind afterwards."""
+    target = fleet.hosts[0]
+    standin_venv(target)
+    fleet.run(target, [VENV + '/bin/python', '-m', 'sglang_standin.make_model', MODEL, '--arch', 'kimi_k2',
+                       '--quant', 'nvfp4-pack-quantized', '--shards', '4'], check=True)
+    units = []
+    yield target, units
+    for unit in units:
+        fleet.run(target, 'systemctl stop {0}.service; systemctl reset-failed {0}.service; '
+                          'rm -rf /etc/systemd/system/{0}.service /etc/sglang/{0}.env /etc/sglang/{0}.secrets.env '
+                          '/var/lib/sglang/{0}; systemctl daemon-reload'.format(shlex.quote(unit)))
+
+
+def test_fresh_deploy_is_ready_and_second_run_changes_nothing(fleet, host):
+    target, units = host
+    units.append('sglang-t1')
+    first = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t1', 30010))
+    assert first.rc == 0, first
+    invocation = unit_show(fleet, target, 'sglang-t1.service', 'InvocationID', 'ActiveState')
+    assert invocation['ActiveState'] == 'active'
+    body = completion(fleet, target, 30010)
+    assert body['choices'][0]['message']['reasoning_content']
+
+    second = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t1', 30010))
+    assert second.rc == 0, second
+    assert recap(second, target.name)['changed'] == 0, second
+    assert unit_show(fleet, target, 'sglang-t1.service', 'InvocationID')['InvocationID'] == invocation['InvocationID']
+
+
+def test_the_seeds_failures_are_fixed_with_one_restart(fleet, host):
+    """Old compressed-tensors and no Python headers: the unit fails as in the seeds, then the role fixes both."""
+    target, units = host
+    units.append('sglang-t2')
+    fleet.run(target, 'apt-get purge -y -q python3-dev python3.11-dev libpython3.11-dev >/dev/null; '
+                      'test ! -e /usr/include/python3.11/Python.h', check=True)
+    fleet.run(target, [VENV + '/bin/pip', 'install', '-q', '--no-deps', '--force-reinstall', 'compressed-tensors==0.8.1']
+              + target.pip_source_args, check=True)
+    # The hand-made state: the same unit, deployed without the fixes, fails at weight loading.
+    # A start limit of 1 leaves it "failed" at once, as the seeds found their units.
+    broken = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t2', 30020, sglang_compressed_tensors_version='',
+                                                sglang_install_python_headers=False, sglang_rollback=False,
+                                                sglang_start_limit_burst=1, sglang_restart_sec=1))
+    assert broken.rc != 0
+    assert 'nvfp4' in broken.stdout and 'compressed-tensors' in broken.stdout, broken
+    # systemd's one refused restart comes a second after the crash.
+    fleet.run(target, 'for i in $(seq 100); do [ "$(systemctl is-active sglang-t2.service)" = failed ] && exit 0; sleep 0.2; done; '
+                      'systemctl status sglang-t2.service; exit 1', check=True)
+    before = unit_show(fleet, target, 'sglang-t2.service', 'ActiveState', 'InvocationID')
+    since = fleet.run(target, 'sleep 1; date "+%Y-%m-%d %H:%M:%S"', check=True).stdout.strip()
+
+    fixed = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t2', 30020))
+    assert fixed.rc == 0, fixed
+    assert venv_version(fleet, target, 'compressed-tensors') == '0.18.0'
+    fleet.run(target, 'test -e /usr/include/python3.11/Python.h', check=True)
+    after = unit_show(fleet, target, 'sglang-t2.service', 'InvocationID', 'ActiveState')
+    assert after['ActiveState'] == 'active' and after['InvocationID'] != before['InvocationID']
+    # Restarted once: one run of the unit since the fix began.
+    invocations = fleet.run(target, "journalctl -u sglang-t2.service --since %s -o json --output-fields=_SYSTEMD_INVOCATION_ID "
+                                    "| python3 -c 'import sys,json; print(len({json.loads(l).get(\"_SYSTEMD_INVOCATION_ID\") "
+                                    "for l in sys.stdin} - {None}))'" % shlex.quote(since), check=True).stdout.strip()
+    assert invocations == '1', invocations
+
+
+def test_bad_change_rolls_back_and_old_config_serves(fleet, host):
+    target, units = host
+    units.append('sglang-t3')
+    good = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t3', 30030))
+    assert good.rc == 0, good
+    bad_args = {'trust-remote-code': True, 'reasoning-parser': 'kimi_k2', 'enable-warp-drive': True}
+    bad = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t3', 30030, sglang_server_args=bad_args))
+    assert bad.rc != 0
+    assert 'unrecognized arguments: --enable-warp-drive' in bad.stdout, bad
+    assert 'Rolled back' in bad.stdout, bad
+    assert unit_show(fleet, target, 'sglang-t3.service', 'ActiveState')['ActiveState'] == 'active'
+    unit = fleet.run(target, 'cat /etc/systemd/system/sglang-t3.service', check=True).stdout
+    assert 'warp-drive' not in unit
+    assert completion(fleet, target, 30030)['choices']
+
+
+def test_two_instances_side_by_side(fleet, host):
+    target, units = host
+    units.extend(['sglang-k26', 'sglang-k26-ddtree'])
+    for name, port in (('sglang-k26', 30001), ('sglang-k26-ddtree', 30002)):
+        result = fleet.playbook(PLAYBOOK, role_vars(target, name, port))
+        assert result.rc == 0, result
+    for name, port in (('sglang-k26', 30001), ('sglang-k26-ddtree', 30002)):
+        assert unit_show(fleet, target, name + '.service', 'ActiveState')['ActiveState'] == 'active'
+        assert completion(fleet, target, port)['choices']
+        fleet.run(target, 'test -f /etc/sglang/%s.env' % name, check=True)
+
+
+TRICKY = {
+    'json-model-override-args': {'rope_scaling': {'type': 'yarn', 'factor': 2.0}, 'note': 'a "quoted" value'},
+    'chat-template': "it's 100% $HOME and ${PATH} with \\backslash",
+}
+
+
+def test_tricky_argument_values_arrive_intact(fleet, host):
+    target, units = host
+    units.append('sglang-t5')
+    server_args = {'trust-remote-code': True, 'reasoning-parser': 'kimi_k2'}
+    server_args.update(TRICKY)
+    result = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t5', 30050, sglang_server_args=server_args,
+                                                sglang_extra_args=['--tool-call-parser', 'kimi_k2']))
+    assert result.rc == 0, result
+    pid = unit_show(fleet, target, 'sglang-t5.service', 'MainPID')['MainPID']
+    argv = fleet.run(target, 'cat /proc/%s/cmdline' % pid, check=True).stdout.split('\0')[:-1]
+    expected_json = json.dumps(TRICKY['json-model-override-args'], separators=(',', ':'), sort_keys=True)
+    assert argv[argv.index('--json-model-override-args') + 1] == expected_json
+    assert argv[argv.index('--chat-template') + 1] == TRICKY['chat-template']
+    assert argv[-2:] == ['--tool-call-parser', 'kimi_k2']
+    # systemd's own view: % specifiers are resolved at load, $$ stays doubled until exec expands variables.
+    exec_start = unit_show(fleet, target, 'sglang-t5.service', 'ExecStart')['ExecStart']
+    assert "--chat-template it's 100% $$HOME and $${PATH} with \\backslash --tool-call-parser" in exec_start, exec_start
+
+
+def test_secrets_stay_secret(fleet, host):
+    target, units = host
+    units.append('sglang-t6')
+    # Fresh values each run, so that what an earlier run left in the host's journal cannot hide or fake a leak.
+    key = 'sk-test-' + secrets.token_hex(8)
+    token = 'hf_' + secrets.token_hex(8)
+    result = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t6', 30060, sglang_api_key=key, sglang_hf_token=token),
+                            extra_args=['--diff', '-v'])
+    assert result.rc == 0, result
+    unit = 'sglang-t6.service'
+    pid = unit_show(fleet, target, unit, 'MainPID')['MainPID']
+    for secret in (key, token):
+        assert secret not in result.stdout and secret not in result.stderr
+        # Not in the unit, any log (journal fields such as _CMDLINE included) or the server's command line.
+        leaks = fleet.run(target, 'grep -rl -- %s /etc/systemd/system /var/log /proc/%s/cmdline; '
+                                  'journalctl -o verbose -u %s | grep -c -- %s' % (secret, pid, unit, secret)).stdout
+        assert leaks.strip() == '0', leaks
+    # Only root-only files hold them: the EnvironmentFiles and the last-known-good copy.
+    holders = fleet.run(target, 'grep -rl -- %s /etc /var/lib' % key, check=True).stdout.split()
+    assert sorted(holders) == ['/etc/sglang/sglang-t6.secrets.env', '/var/lib/sglang/sglang-t6/last-good/secrets.env']
+    modes = fleet.run(target, 'stat -c "%a %U" /etc/sglang/sglang-t6.env /etc/sglang/sglang-t6.secrets.env '
+                              '/var/lib/sglang/sglang-t6/last-good /var/lib/sglang/sglang-t6/last-good/secrets.env',
+                      check=True).stdout.split('\n')
+    assert modes[:4] == ['600 root', '600 root', '700 root', '600 root'], modes
+    # The key is enforced (a request without it is refused) and works when given.
+    assert completion(fleet, target, 30060, api_key=key)['choices']
+    refused = fleet.run(target, 'python3 -c "import urllib.request as u; u.urlopen(\'http://127.0.0.1:30060/v1/models\')"')
+    assert '401' in refused.stderr
+
+
+def test_check_diff_changes_nothing(fleet, host):
+    target, units = host
+    units.append('sglang-t7')
+    deployed = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t7', 30070))
+    assert deployed.rc == 0, deployed
+    state = 'md5sum /etc/systemd/system/sglang-t7.service /etc/sglang/sglang-t7.env; systemctl show -p InvocationID sglang-t7.service'
+    before = fleet.run(target, state, check=True).stdout
+    changed_args = {'trust-remote-code': True, 'reasoning-parser': 'kimi_k2', 'mem-fraction-static': 0.85}
+    check = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t7', 30070, sglang_server_args=changed_args,
+                                               sglang_env={'SGLANG_STANDIN_PACE': PACE, 'NCCL_DEBUG': 'INFO'}),
+                           check=True, extra_args=['--diff'])
+    assert check.rc == 0, check
+    assert '+NCCL_DEBUG="INFO"' in check.stdout and '--mem-fraction-static 0.85' in check.stdout, check
+    assert fleet.run(target, state, check=True).stdout == before
+
+
+def test_check_mode_on_a_host_without_the_unit(fleet, host):
+    target, _units = host
+    check = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-never', 30080), check=True, extra_args=['--diff'])
+    assert check.rc == 0, check
+    fleet.run(target, 'test ! -e /etc/systemd/system/sglang-never.service', check=True)
