@@ -1,0 +1,50 @@
+# -*- coding: utf-8 -*-
+"""The fleet report: what one line per host and instance says."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.llmops.sglang.plugins.module_utils.fleet_report import COLUMNS, format_table, report_rows
+
+PHASES = [{'name': 'init', 'at': -4.2}, {'name': 'weights', 'at': -2.0}, {'name': 'kv_cache', 'at': 28.1},
+          {'name': 'cuda_graph', 'at': 28.6}, {'name': 'http_up', 'at': 34.6}, {'name': 'warmup', 'at': 34.6},
+          {'name': 'ready', 'at': 35.1}]
+GPUS = [{'index': i, 'name': 'NVIDIA RTX PRO 6000', 'memory_used_mib': 75776, 'memory_total_mib': 97887} for i in range(8)]
+
+
+def test_ready_deployment_counts_from_start_up():
+    rows = report_rows('gpu-01', {'sglang-k26.service': {
+        'ready': True, 'elapsed': 35.2, 'phases': PHASES, 'gpus': GPUS,
+        'packages': {'sglang': '0.5.23', 'compressed-tensors': '0.18.0', 'torch': None}}})
+    assert rows == [['gpu-01', 'sglang-k26.service', 'ready', '39.3s',
+                     'init 0.0 > weights 2.2 > kv_cache 32.3 > cuda_graph 32.8 > http_up 38.8 > warmup 38.8 > ready 39.3',
+                     '0.5.23 / 0.18.0 / -', '592/765 GiB on 8 GPUs']]
+
+
+def test_failed_and_rolled_back_deployment_says_why():
+    rows = report_rows('gpu-02', {'sglang-k26.service': {'ready': False, 'reason': 'unit_failed', 'rolled_back': True,
+                                                         'elapsed': 12.0, 'phases': PHASES[:2]}})
+    assert rows[0][2] == 'unit_failed (rolled back)' and rows[0][3] == '-'
+    assert rows[0][4] == 'init 0.0 > weights 2.2'
+
+
+def test_status_rows_from_sglang_info():
+    info = {'venv': {'packages': {'sglang': '0.5.23', 'compressed-tensors': '0.8.1', 'torch': '2.14.1'}},
+            'services': {'sglang-k26.service': {'exists': True, 'active_state': 'active', 'sub_state': 'running',
+                                                'since': 'Mon 2026-11-30 09:01:02 UTC'},
+                         'sglang-k26-ddtree.service': {'exists': True, 'active_state': 'activating', 'sub_state': 'auto-restart'},
+                         'sglang-old.service': {'exists': False, 'active_state': 'inactive', 'sub_state': 'dead'}},
+            'gpus': []}
+    rows = report_rows('b300-01', None, info)
+    states = dict((row[1], row[2]) for row in rows)
+    assert states == {'sglang-k26.service': 'active since Mon 2026-11-30 09:01:02 UTC',
+                      'sglang-k26-ddtree.service': 'activating/auto-restart', 'sglang-old.service': 'absent'}
+    assert all(row[5] == '0.5.23 / 0.8.1 / 2.14.1' for row in rows)
+
+
+def test_table_is_aligned_with_a_rule_under_the_header():
+    lines = format_table([['a', 'b', 'c', 'd', 'e', 'f', 'g'], ['long-host', 'x', 'y', 'z', 'w', 'v', 'u']])
+    assert lines[0].startswith('host     ') and set(lines[1].replace(' ', '')) == {'-'}
+    assert len(lines) == 4 and lines[3].startswith('long-host  x')
+    assert len(COLUMNS) == 7
