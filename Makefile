@@ -25,7 +25,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 N ?= 3
 
-.PHONY: help setup test sanity lint units integration demo fleet-up fleet-down build changelog-lint clean
+.PHONY: help setup test sanity lint units integration demo fleet-up fleet-down fleet-status build changelog-lint clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 18
@@ -58,9 +58,9 @@ lint: setup ## ansible-lint, production profile (.config/ansible-lint.yml)
 changelog-lint: setup ## antsibull-changelog checks the fragments
 	$(VENV)/bin/antsibull-changelog lint
 
-units: setup ## unit tests on both ansible-core lines
+units: setup ## unit tests (the collection's on both ansible-core lines; the stand-in's once: it does not use Ansible)
 	$(VENV)/bin/python -m pytest -q tests/unit
-	$(VENV_NEW)/bin/python -m pytest -q tests/unit
+	$(VENV_NEW)/bin/python -m pytest -q tests/unit/plugins
 
 sanity: setup ## ansible-test sanity on a copy at ansible_collections/llmops/sglang, both ansible-core lines
 	rm -rf $(SANITY_COPY) && mkdir -p $(SANITY_COPY)
@@ -93,11 +93,19 @@ fleet-up: setup ## boot N local systemd hosts (default 3) and write inventories/
 fleet-down: ## stop the local fleet and remove every netns, mount and cgroup it made
 	python3 tests/fleet/fleet.py down
 
-demo: ## (not built yet) the main job on the embedded default
-	@echo "make demo will: boot a 3-host local fleet, run playbooks/deploy_k26.yml against it with the SGLang stand-in"
-	@echo "at a realistic scaled pace, print the fleet report, then re-run to show changed=0."
-	@echo "It needs the server role and deploy_k26.yml, which are not built yet."
-	@exit 1
+fleet-status: ## list the local fleet's hosts and whether they answer
+	python3 tests/fleet/fleet.py status
+
+demo: setup ## the main job on the embedded default: local fleet, deploy_k26.yml, fleet report, a no-op re-run
+	$(VENV)/bin/python tests/fleet/fleet.py up --count $(N)
+	@echo "== Preparing the hosts as the seeds found theirs (no pip, compressed-tensors 0.8.1, no Python headers)"
+	PATH=$(VENV)/bin:$$PATH ansible-playbook -i inventories/local tests/fleet/demo_prepare.yml
+	@echo "== Rolling out Kimi K2.6 (the SGLang stand-in at pace 0.1): canary first, then batches"
+	PATH=$(VENV)/bin:$$PATH ansible-playbook -i inventories/local playbooks/deploy_k26.yml
+	@echo "== Running it again: nothing changes, nothing restarts"
+	PATH=$(VENV)/bin:$$PATH ansible-playbook -i inventories/local playbooks/deploy_k26.yml | tee .build/demo-rerun.log
+	@! grep -E '^gpu-[0-9]+ +: ' .build/demo-rerun.log | grep -vq ' changed=0 ' || { echo "demo: the re-run changed something"; exit 1; }
+	@echo "== The fleet stays up for you to explore (ssh: see inventories/local/hosts.yml); 'make fleet-down' removes it."
 
 clean: ## remove build output and venvs (not the fleet: use fleet-down)
 	rm -rf .build .venv .venv-2.21 tests/output

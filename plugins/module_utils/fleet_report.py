@@ -81,6 +81,8 @@ def report_rows(host, deployments, info=None):
         since = facts.get('since') or ''
         rows.append([host, unit, state + (' since ' + since if since and state.startswith('active') else ''), '-', '-',
                      _versions(packages), _gpu_memory(info.get('gpus'))])
+    if not rows:
+        rows.append([host, '-', 'not reached', '-', '-', '-', '-'])
     return rows
 
 

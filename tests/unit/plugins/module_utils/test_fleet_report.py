@@ -48,3 +48,7 @@ def test_table_is_aligned_with_a_rule_under_the_header():
     assert lines[0].startswith('host     ') and set(lines[1].replace(' ', '')) == {'-'}
     assert len(lines) == 4 and lines[3].startswith('long-host  x')
     assert len(COLUMNS) == 7
+
+
+def test_host_without_facts_is_not_reached():
+    assert report_rows('gpu-03', None, None) == [['gpu-03', '-', 'not reached', '-', '-', '-', '-']]
