@@ -20,7 +20,8 @@ description:
     package metadata; nothing is imported.
   - For a model directory, whether it is complete (C(config.json) and every shard the safetensors index names).
   - GPUs from C(nvidia-smi) when it exists, and the TCP ports in LISTEN state.
-author: llmops.sglang maintainers
+author:
+  - llmops.sglang maintainers (@llmops)
 requirements:
   - systemd (C(systemctl)) for O(services)
 options:
@@ -55,8 +56,11 @@ attributes:
     description: Read-only; runs the same in check mode.
   diff_mode:
     support: none
+    description: Changes nothing, so there is nothing to diff.
   platform:
+    support: full
     platforms: posix
+    description: Linux hosts with systemd; C(/proc) for ports and command lines.
 """
 
 EXAMPLES = r"""
@@ -82,13 +86,13 @@ venv:
   contains:
     path: {description: The venv path., type: str}
     exists: {description: Whether C(bin/python) exists there., type: bool}
-    python_version: {description: The venv Python's version (C(3.11.2)); absent when it does not run., type: str}
-    python_major_minor: {description: For example C(3.11), the X of the C(python3.X-dev) package., type: str}
-    include_dir: {description: That Python's sysconfig include path., type: str}
-    python_h: {description: Whether C(Python.h) exists in O(venv.include_dir)., type: bool}
+    python_version: {description: "The venv Python's version (C(3.11.2)); absent when it does not run.", type: str}
+    python_major_minor: {description: "For example C(3.11): the X of the C(python3.X-dev) package.", type: str}
+    include_dir: {description: "That Python's sysconfig include path.", type: str}
+    python_h: {description: "Whether C(Python.h) exists in RV(venv.include_dir).", type: bool}
     pip: {description: Whether pip is importable in the venv (a venv made by uv has none)., type: bool}
-    packages: {description: Distribution name to installed version, null when not installed., type: dict}
-    error: {description: Why the venv Python could not be asked, when it could not., type: str}
+    packages: {description: "Distribution name to installed version; null when not installed.", type: dict}
+    error: {description: "Why the venv Python could not be asked, when it could not.", type: str}
   sample: {path: /opt/sglang/venv, exists: true, python_version: 3.11.2, python_major_minor: "3.11", python_h: false, pip: true,
            include_dir: /usr/include/python3.11, packages: {sglang: 0.5.23, compressed-tensors: 0.8.1}}
 services:
