@@ -716,16 +716,31 @@ def prepare_host(fleet, host, base):
         cgroup.mkdir(parents=True, exist_ok=True)
 
 
+# Hosts reach each other through the outer machine (multi-node servers rendezvous across hosts) and nothing else:
+# their only route is the fleet range, the outer machine forwards only what arrives on fleet veths, and a fleet
+# address that no host holds is unreachable rather than sent out of the machine.
+FLEET_RANGE = SUBNET_PREFIX + ".0.0/16"
+
+
 def setup_network(host):
     run(["ip", "netns", "add", host.name], capture=True)
     run(["ip", "link", "add", host.outer_veth, "type", "veth", "peer", "name", "host0", "netns", host.name], capture=True)
     run(["ip", "addr", "add", host.outer_address + "/30", "dev", host.outer_veth], capture=True)
     run(["ip", "link", "set", host.outer_veth, "up"], capture=True)
+    run(["ip", "route", "replace", "unreachable", FLEET_RANGE], capture=True)
+    Path("/proc/sys/net/ipv4/conf", host.outer_veth, "forwarding").write_text("1\n")
     inner = ["ip", "-n", host.name]
     run(inner + ["link", "set", "lo", "up"], capture=True)
     run(inner + ["addr", "add", host.address + "/30", "dev", "host0"], capture=True)
     run(inner + ["link", "set", "host0", "up"], capture=True)
-    run(inner + ["route", "add", "default", "via", host.outer_address], capture=True)
+    run(inner + ["route", "add", FLEET_RANGE, "via", host.outer_address], capture=True)
+
+
+def remove_fleet_route():
+    """The unreachable route for the fleet range, once no fleet (this or another state dir's) has a host left."""
+    links = run(["ip", "-o", "addr", "show"], check=False, capture=True).stdout
+    if (" inet %s." % SUBNET_PREFIX) not in links:
+        run(["ip", "route", "del", "unreachable", FLEET_RANGE], check=False, capture=True)
 
 
 def start_host(host):
@@ -1025,6 +1040,7 @@ def teardown(fleet, state, timeout, quiet=False):
     for root in cgroup_roots():
         with contextlib.suppress(OSError):
             (root / "nspawn").rmdir()
+    attempt(remove_fleet_route)
     remove_inventory(Path(state["inventory"]) if state and state.get("inventory") else fleet.inventory)
     attempt(remove_state_dir, fleet)
     if errors:

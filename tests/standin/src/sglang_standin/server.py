@@ -305,7 +305,7 @@ class Launcher(object):
                 joined.append(conn)
             for conn in joined:
                 conn.sendall(b"go\n")
-                conn.close()
+                self.watch_peer(conn)
             listener.close()
             return
         while True:
@@ -314,7 +314,7 @@ class Launcher(object):
                 conn.sendall(b"node %d\n" % self.args.node_rank)
                 conn.settimeout(max(1.0, deadline - time.monotonic()))
                 conn.recv(64)
-                conn.close()
+                self.watch_peer(conn)
                 return
             except (OSError, socket.timeout):
                 if time.monotonic() > deadline:
@@ -323,6 +323,27 @@ class Launcher(object):
                         "after %ds while trying to connect to (%s, %s)." % (timeout, host, port)))
                     self.die("rendezvous_timeout")
                 time.sleep(1)
+
+    def watch_peer(self, conn):
+        """Keep the connection to the other node open, as NCCL's are: when that node's process dies, this one's
+        next collective fails, so a multi-node server dies as a whole (and a waiter on any node sees it)."""
+        peer = "%s<%d>" % conn.getpeername()[:2]
+
+        def watch():
+            conn.settimeout(None)
+            try:
+                while conn.recv(64):
+                    pass
+            except OSError:
+                pass
+            if self.shutting_down:
+                return
+            self.log.raw(signatures.main_traceback(signatures.LAUNCH_FRAMES, signatures.NCCL_REMOTE % {"peer": peer}))
+            self.die("nccl_remote")
+
+        thread = threading.Thread(target=watch, name="peer-%s" % peer)
+        thread.daemon = True
+        thread.start()
 
     # ---- HTTP -----------------------------------------------------------------------------------------------
     def serve_http(self):

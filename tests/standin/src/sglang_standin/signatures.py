@@ -103,6 +103,12 @@ NCCL_SYSTEM = ("torch.distributed.DistBackendError: NCCL error in: /pytorch/torc
 NCCL_INTERNAL = ("torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:77, "
                  "internal error - please report this issue to the NCCL developers, NCCL version 2.27.5\n"
                  "ncclInternalError: Internal check failed.\nLast error:\nNVLS multicast support is not available on dev %(gpu)d")
+# What the surviving node of a multi-node server prints when another node's process dies: its next collective
+# fails on the broken connection.
+NCCL_REMOTE = ("torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:3353, "
+               "remote process exited or there was a network error, NCCL version 2.27.5\n"
+               "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.\n"
+               "Last error:\nnet.cc:755 NCCL WARN NET/Socket : peer %(peer)s message truncated : receiving 1 bytes instead of 0.")
 
 
 def nccl_warn_lines(rank, phase):

@@ -1,0 +1,72 @@
+# -*- coding: utf-8 -*-
+"""One SGLang server over two hosts (TP 16, Kimi K2's multi-node guide) from the server role."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pytest
+
+PLAYBOOK = 'tests/integration/playbooks/multinode.yml'
+MODEL = '/models/k26'
+VENV = '/opt/sglang/venv'
+UNIT = 'sglang-tp16'
+PORT = 30090
+FAULT_FILE = '/etc/sglang/standin-fault'
+
+
+@pytest.fixture
+def group(fleet, standin_venv, tmp_path):
+    """The last two fleet hosts as inventory group `multinode` (rank 0 first), ready to run the stand-in."""
+    if len(fleet.hosts) < 2:
+        pytest.skip('needs two hosts')
+    ranks = fleet.hosts[-2:]
+    for host in ranks:
+        standin_venv(host)
+        fleet.run(host, [VENV + '/bin/python', '-m', 'sglang_standin.make_model', MODEL, '--arch', 'kimi_k2',
+                         '--quant', 'nvfp4-pack-quantized', '--shards', '4'], check=True)
+        fleet.run(host, 'mkdir -p /etc/sglang; rm -f %s' % FAULT_FILE, check=True)
+    inventory = tmp_path / 'multinode.yml'
+    inventory.write_text('all:\n  children:\n    multinode:\n      hosts:\n%s' % ''.join('        %s:\n' % h.name for h in ranks))
+    yield ranks, str(inventory)
+    for host in ranks:
+        fleet.run(host, 'systemctl stop {0}.service; systemctl reset-failed {0}.service; rm -rf /etc/systemd/system/{0}.service '
+                        '/etc/sglang/{0}.env /var/lib/sglang/{0} {1}; systemctl daemon-reload'.format(UNIT, FAULT_FILE))
+
+
+def deploy(fleet, inventory, **overrides):
+    values = {
+        'sglang_service_name': UNIT, 'sglang_port': PORT, 'sglang_host': '0.0.0.0', 'sglang_model_path': MODEL,
+        'sglang_tp_size': 16, 'sglang_user': 'root', 'sglang_group': 'root',
+        'sglang_server_args': {'trust-remote-code': True, 'reasoning-parser': 'kimi_k2'},
+        'sglang_env': {'SGLANG_STANDIN_PACE': '0.01', 'SGLANG_STANDIN_FAULT_FILE': FAULT_FILE},
+        'sglang_wait': {'timeout': 120, 'stall_timeout': 60},
+    }
+    values.update(overrides)
+    return fleet.playbook(PLAYBOOK, values, extra_args=['-i', inventory])
+
+
+def test_two_nodes_serve_one_model_and_a_crash_on_rank_1_fails_the_group(fleet, group):
+    (rank0, rank1), inventory = group
+    result = deploy(fleet, inventory)
+    assert result.rc == 0, result
+    argv = fleet.run(rank1, 'tr "\\0" " " < /proc/$(systemctl show -p MainPID --value %s.service)/cmdline' % UNIT,
+                     check=True).stdout
+    assert '--nnodes 2 --node-rank 1 --dist-init-addr %s:50000' % rank0.address in argv, argv
+    # Only rank 0 serves HTTP; rank 1's wait probed it across the network.
+    fleet.run(rank0, 'python3 -c "import urllib.request as u; u.urlopen(\'http://127.0.0.1:%d/v1/models\')"' % PORT, check=True)
+    assert fleet.run(rank1, 'ss -ltn | grep -c ":%d "' % PORT).stdout.strip() == '0'
+
+    # Rank 1 crashes while loading weights on the next start; its peer's collectives fail and it dies too.
+    fleet.run(rank1, 'echo "crash@weights:scheduler_exception" > %s' % FAULT_FILE, check=True)
+    result = deploy(fleet, inventory, sglang_state='restarted')
+    assert result.rc != 0
+    out = result.stdout
+    assert 'fatal: [%s]' % rank1.name in out and 'fatal: [%s]' % rank0.name in out, result
+    # Each rank's verdict comes from its own journal: rank 1 the scheduler's exception (whose traceback the role
+    # printed), rank 0 the NCCL failure its lost peer caused. Restart=on-failure makes both crash_loop at once.
+    rank0_verdict = out[out.index('fatal: [%s]' % rank0.name):].split('fatal: [')[1]
+    rank1_verdict = out[out.index('fatal: [%s]' % rank1.name):].split('fatal: [')[1]
+    assert 'crash_loop' in rank1_verdict and 'A scheduler (one TP rank) raised' in rank1_verdict, result
+    assert 'crash_loop' in rank0_verdict and 'remote process exited' in rank0_verdict, result
+    assert 'Scheduler hit an exception' in out, result
