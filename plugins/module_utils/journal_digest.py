@@ -45,6 +45,9 @@ Fatal = namedtuple('Fatal', ['seq', 'run', 'name', 'text', 'hint', 'generic', 's
 PhaseMark = namedtuple('PhaseMark', ['name', 'at', 'run', 'source'])
 
 
+_DIGITS = re.compile(r'\d+')
+
+
 class Traceback(object):
     __slots__ = ('start_seq', 'run', 'lines', 'dropped', 'complete', 'foreign')
 
@@ -228,8 +231,9 @@ class JournalDigest(object):
             return
         stripped = strip_prefix(line.text)[1].strip()
         summary = line.text[m.start():].strip() if not sig.generic else stripped
-        # the same error from each TP rank (or with another temp path before it): keep the first
-        key = (line.run, sig.name, summary)
+        # the same error from each TP rank (or with another temp path before it, or another GPU number or memory
+        # figure in it): keep the first
+        key = (line.run, sig.name, _DIGITS.sub('N', summary))
         if key in self._fatal_seen:
             return
         if len(self._fatal_seen) < 4 * MAX_FATALS:

@@ -52,6 +52,11 @@ START_LIMIT_HINT = ('The unit failed too often in a row (StartLimitBurst within 
                     'journal shows, then run systemctl reset-failed on the unit before starting it again.')
 TIMEOUT_HINT = ('The server was still starting: raise timeout if the phases show steady progress, '
                 'otherwise read journal and journal_cmd for where it stopped.')
+# The server logged its ready line, yet real requests time out: not "still starting". SGLang before 0.5.23 has no
+# scheduler watchdog, so a scheduler that died after the warmup leaves an HTTP server that answers /v1/models only.
+SILENT_AFTER_READY_HINT = ('The server logged that it is ready but its requests time out: its scheduler may have died while '
+                           'the HTTP server lives on (no watchdog before SGLang 0.5.23), or it is overloaded. Check the '
+                           'unit\'s processes and journal_cmd, then restart it; raise request_timeout only for a very slow model.')
 
 
 def fmt_duration(seconds):
@@ -444,6 +449,8 @@ class WaitMachine(object):
             o = self.last_outcome
             if self.last_step == 'connect' and o is not None and isinstance(o.value, str):
                 return msg, o.value
+            if self.timeouts and self.digest.phase == 'ready':
+                return msg, SILENT_AFTER_READY_HINT
             return msg, TIMEOUT_HINT
         o = f['outcome']
         if reason == 'rejected':

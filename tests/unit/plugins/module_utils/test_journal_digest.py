@@ -240,3 +240,10 @@ def test_huge_traceback_is_shortened_with_a_marker_not_cut():
     assert ex[0] == 'Traceback (most recent call last):'
     assert ex[-1] == 'RecursionError: maximum recursion depth exceeded'
     assert any(line.startswith('[... ') and 'omitted' in line for line in ex)
+
+
+def test_the_same_oom_on_every_gpu_is_shown_once():
+    oom = ('[2026-05-30 14:39:28 TP%d] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. '
+           'GPU %d has a total capacity of 139.81 GiB of which %d.50 MiB is free.')
+    d = digest_of([(10 + rank, oom % (rank, rank, 100 + rank)) for rank in range(8)])
+    assert sum('OutOfMemoryError' in line for line in d.excerpt()) == 1

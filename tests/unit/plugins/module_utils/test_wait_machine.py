@@ -440,3 +440,17 @@ def test_progress_snapshot():
 @pytest.mark.parametrize('secs,text', [(0, '0s'), (59.4, '59s'), (192, '3m12s'), (3725, '1h02m')])
 def test_fmt_duration(secs, text):
     assert fmt_duration(secs) == text
+
+
+def test_requests_timing_out_after_the_ready_line_are_not_still_starting():
+    """A zombie: the server logged ready, /v1/models answers, completions time out until the deadline."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.wait_machine import SILENT_AFTER_READY_HINT
+
+    def probe(t, step):
+        if step == 'connect':
+            return CONNECTED
+        return outcome(P.TIMEOUT)
+    d, m, t = Sim(cfg(model='kimi', timeout=120.0, request_timeout=10.0), unit=[(0, props())],
+                  journal=loading_journal(), probe=probe).run()
+    assert d.reason == 'timeout'
+    assert m.result()['hint'] == SILENT_AFTER_READY_HINT
