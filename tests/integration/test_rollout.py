@@ -41,6 +41,11 @@ def journal(fleet, host, since_us):
     return lines
 
 
+def report_lines(output, host):
+    """The fleet report's lines for a host (the last report printed, when there are several)."""
+    return [l.strip() for l in output.splitlines() if l.strip().startswith(host.name + ' ') and '.service' in l]
+
+
 def host_clock_us(fleet, host):
     return int(fleet.run(host, 'date +%s%6N', check=True).stdout.strip())
 
@@ -60,7 +65,7 @@ def test_report_after_rollout_and_status(deployed):
     fleet = deployed
     status = k26(fleet, 'playbooks/status.yml')
     for host in fleet.hosts:
-        line = [l for l in status.stdout.splitlines() if l.strip().startswith(host.name + ' ')]
+        line = report_lines(status.stdout, host)
         assert len(line) == 1, status
         assert 'active since' in line[0] and '0.5.23+standin / 0.18.0' in line[0] and 'on 8 GPUs' in line[0], line
 
@@ -81,8 +86,10 @@ def test_canary_failure_stops_the_rollout_before_other_hosts(deployed):
     # The canary serves its previous configuration again.
     assert 'ActiveState=active' in unit_state(fleet, canary)
     # The report still lists every host, the canary as failed and rolled back.
-    report = result.stdout.split('Print one line per host and instance')[-1]
-    assert '(rolled back)' in [l for l in report.splitlines() if canary.name + ' ' in l][0], report
+    report = result.stdout.split('TASK [Fleet report')[-1]
+    assert '(rolled back)' in report_lines(report, canary)[0], report
+    for host in others:
+        assert [l for l in report.splitlines() if l.strip().startswith(host.name + ' ') and 'not reached' in l], report
 
 
 def test_rolling_restart_keeps_at_most_one_batch_down(deployed):
