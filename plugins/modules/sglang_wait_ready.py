@@ -157,6 +157,12 @@ options:
         journal line, restarts, probe state, GPU memory, done/ready/reason) is rewritten atomically at every
         change and at least every 5 seconds, for a live display on the controller. Written with mode 0600, with
         secrets masked. GPU memory in it is refreshed at most every 30 seconds.
+      - When the module runs as root and the file's directory belongs to another user, the file is given to that
+        user (the login user, when the directory is Ansible's remote tmp dir of a C(become) task).
+      - The collection's action plugin sets it to a file in the task's remote tmp dir when it is not set (except
+        under C(async), in check mode, for C(become) to an unprivileged user and with a JSON stdout callback),
+        reads it every few seconds over the task's connection and prints a progress line per host on the
+        controller, without C(-v). Set the variable C(sglang_wait_progress=false) to turn that display off.
     type: path
 notes:
   - Run it on the GPU host (the endpoint is often only reachable there), with C(become) so that the whole journal
@@ -658,6 +664,11 @@ class Progress(object):
         fd, tmp = tempfile.mkstemp(dir=directory, prefix='.%s.' % os.path.basename(self.path))
         try:
             os.fchmod(fd, 0o600)
+            owner = os.stat(directory).st_uid
+            if os.geteuid() == 0 and owner != 0:
+                # become root from a login user: hand the file to the owner of the directory (Ansible's remote tmp
+                # dir), so the controller's live display can read it over the connection without become
+                os.fchown(fd, owner, -1)
             with os.fdopen(fd, 'w') as f:
                 json.dump(status, f, sort_keys=True)
             os.rename(tmp, self.path)
