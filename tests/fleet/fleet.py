@@ -414,30 +414,39 @@ def clean_stale_builds(cache_dir):
             remove_tree(stale)
 
 
-def ensure_base_image(cache_dir):
-    key = recipe_hash(BASE_RECIPE)
-    final = cache_dir / ("base-" + key)
+def cached_build(cache_dir, kind, recipe, what, build):
+    """The cache entry `KIND-<hash of recipe>`, built once by build(tmp) -> the directory to keep.
+
+    Built under a temp name and renamed, under the cache lock: a crash leaves a .tmp dir (removed by the next
+    build), never a half-built entry under the final name. Superseded entries of the same kind are pruned.
+    """
+    key = recipe_hash(recipe)
+    final = cache_dir / ("%s-%s" % (kind, key))
     if final.is_dir():
         return final
     with file_lock(cache_dir / ".lock"):
         if final.is_dir():
             return final
         clean_stale_builds(cache_dir)
-        tmp = cache_dir / (".tmp-base-%s-%d" % (key, os.getpid()))
+        tmp = cache_dir / (".tmp-%s-%s-%d" % (kind, key, os.getpid()))
         started = time.monotonic()
-        log("building base image %s (debootstrap, about a minute)" % final.name)
+        log("building %s %s" % (what, final.name))
         try:
-            run(["debootstrap", "--variant=" + BASE_RECIPE["variant"], "--include=" + ",".join(BASE_RECIPE["include"]),
-                 BASE_RECIPE["suite"], str(tmp), BASE_RECIPE["mirror"]], capture=True)
-            configure_base_image(tmp)
-            # Atomic: a crash before this line leaves only a .tmp dir, never a half image under the final name.
-            os.rename(tmp, final)
-        except BaseException:
+            os.rename(build(tmp), final)
+        finally:
             remove_tree(tmp)
-            raise
-        log("base image built in %.1f s" % (time.monotonic() - started))
-        prune_old(cache_dir, "base-", final)
+        log("%s built in %.1f s" % (what, time.monotonic() - started))
+        prune_old(cache_dir, kind + "-", final)
         return final
+
+
+def ensure_base_image(cache_dir):
+    def build(tmp):
+        run(["debootstrap", "--variant=" + BASE_RECIPE["variant"], "--include=" + ",".join(BASE_RECIPE["include"]),
+             BASE_RECIPE["suite"], str(tmp), BASE_RECIPE["mirror"]], capture=True)
+        configure_base_image(tmp)
+        return tmp
+    return cached_build(cache_dir, "base", BASE_RECIPE, "base image (debootstrap, about a minute)", build)
 
 
 def configure_base_image(root):
@@ -487,25 +496,10 @@ def prune_old(cache_dir, kind, keep):
 
 
 def ensure_apt_mirror(cache_dir, base):
-    key = recipe_hash(dict(MIRROR_APT_RECIPE, base=base.name))
-    final = cache_dir / ("apt-" + key)
-    if final.is_dir():
-        return final
-    with file_lock(cache_dir / ".lock"):
-        if final.is_dir():
-            return final
-        clean_stale_builds(cache_dir)
-        tmp = cache_dir / (".tmp-apt-%s-%d" % (key, os.getpid()))
-        started = time.monotonic()
-        log("building apt mirror %s" % final.name)
-        try:
-            download_debs(base, tmp)
-            os.rename(tmp / "repo", final)
-        finally:
-            remove_tree(tmp)
-        log("apt mirror built in %.1f s" % (time.monotonic() - started))
-        prune_old(cache_dir, "apt-", final)
-        return final
+    def build(tmp):
+        download_debs(base, tmp)
+        return tmp / "repo"
+    return cached_build(cache_dir, "apt", dict(MIRROR_APT_RECIPE, base=base.name), "apt mirror", build)
 
 
 def download_debs(base, work_dir):
@@ -548,30 +542,16 @@ def pip_env():
 
 
 def ensure_wheelhouse(cache_dir):
-    key = recipe_hash(MIRROR_WHEEL_RECIPE)
-    final = cache_dir / ("wheels-" + key)
-    if final.is_dir():
-        return final
-    with file_lock(cache_dir / ".lock"):
-        if final.is_dir():
-            return final
-        clean_stale_builds(cache_dir)
-        tmp = cache_dir / (".tmp-wheels-%s-%d" % (key, os.getpid()))
-        log("downloading wheelhouse %s" % final.name)
-        try:
-            tmp.mkdir(parents=True)
-            pip = pip_command()
-            for specs in MIRROR_WHEEL_RECIPE["downloads"]:
-                # Pure-python wheels only, chosen for the hosts' Python, not the controller's.
-                run(pip + ["download", "-q", "--no-deps", "--only-binary=:all:", "--implementation", "py", "--abi", "none",
-                           "--platform", "any", "--python-version", MIRROR_WHEEL_RECIPE["python_version"],
-                           "-d", str(tmp)] + specs, capture=True, env=pip_env())
-            os.rename(tmp, final)
-        except BaseException:
-            remove_tree(tmp)
-            raise
-        prune_old(cache_dir, "wheels-", final)
-        return final
+    def build(tmp):
+        tmp.mkdir(parents=True)
+        pip = pip_command()
+        for specs in MIRROR_WHEEL_RECIPE["downloads"]:
+            # Pure-python wheels only, chosen for the hosts' Python, not the controller's.
+            run(pip + ["download", "-q", "--no-deps", "--only-binary=:all:", "--implementation", "py", "--abi", "none",
+                       "--platform", "any", "--python-version", MIRROR_WHEEL_RECIPE["python_version"],
+                       "-d", str(tmp)] + specs, capture=True, env=pip_env())
+        return tmp
+    return cached_build(cache_dir, "wheels", MIRROR_WHEEL_RECIPE, "wheelhouse", build)
 
 
 def assemble_mirror(fleet, apt_repo, wheelhouse):
