@@ -13,6 +13,7 @@ __metaclass__ = type
 import json
 
 from ansible_collections.llmops.sglang.plugins.module_utils.procfs import listening_sockets
+from ansible_collections.llmops.sglang.plugins.module_utils.sglang_signatures import REDACTED, SECRET_FLAGS
 
 # Packages whose versions decide whether a K2.6 launch works (compressed-tensors: nvfp4; torch: CUDA build).
 DEFAULT_PACKAGES = ('sglang', 'compressed-tensors', 'torch', 'transformers', 'sgl-kernel', 'flashinfer-python', 'pip')
@@ -44,9 +45,6 @@ print(json.dumps({
 }))
 '''
 
-REDACTED = '********'
-# Flags whose value is a secret: never returned, even from /proc/PID/cmdline.
-SECRET_FLAGS = ('--api-key', '--admin-api-key', '--hf-token')
 
 
 def parse_venv_probe(stdout):

@@ -186,6 +186,8 @@ _SECRET_RES = (
     re.compile(r"(?P<key>Authorization:\s*Bearer\s+)(?P<q>)(?P<value>\S+)"),
 )
 REDACTED = '********'
+# SGLang flags whose value is a secret (argv words; the patterns above cover them inside printed lines).
+SECRET_FLAGS = ('--api-key', '--admin-api-key', '--hf-token')
 
 
 def phase_index(name):
