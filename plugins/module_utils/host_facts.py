@@ -46,7 +46,6 @@ print(json.dumps({
 '''
 
 
-
 def parse_venv_probe(stdout):
     """The probe's JSON -> dict with python_major_minor added; raises ValueError on anything else."""
     data = json.loads(stdout)

@@ -138,7 +138,9 @@ class WaitMachine(object):
     # -------------------------------------------------------------------- plan
     def plan(self, now):
         """What to observe at `now`."""
-        poll_unit = bool(self.cfg.unit) and now >= self.next_unit_poll
+        # at the stall deadline, read the journal once more before judging: silence is only known once looked at
+        stall_due = self._stall_on() and now >= self.last_activity + self.cfg.stall_timeout
+        poll_unit = bool(self.cfg.unit) and (now >= self.next_unit_poll or stall_due)
         check_pid = bool(self.cfg.unit) and not poll_unit and self.main_pid > 0 and now >= self.next_pid_check
         if check_pid:
             self.next_pid_check = now + self._jitter(self.cfg.poll_interval)
@@ -178,10 +180,16 @@ class WaitMachine(object):
         return Decision('wait', None, self._delay(now))
 
     def absorb_journal(self, entries, now):
-        """New journal lines (also usable after the end, to catch the last lines of a failure)."""
+        """New journal lines (also usable after the end, to catch the last lines of a failure).
+
+        Quiet time counts from when the newest line was logged, not from when it was read: the journal is read on
+        a backoff, and a stall must be reported stall_timeout after the last output, not up to a poll later.
+        """
         if not entries:
             return []
-        self.last_activity = now
+        logged = [e.realtime_us for e in entries if e.realtime_us]
+        last_logged = self.start + (max(logged) / 1e6 - self.wall_start) if logged else now
+        self.last_activity = max(self.last_activity, min(now, last_logged))
         return self.digest.feed(entries, self.elapsed(now))
 
     def journal_unreadable(self):

@@ -304,7 +304,8 @@ def test_stall_names_the_phase():
     journal = loading_journal()[:3]   # init, then "Load weight begin" at 6 s, then silence
     d, m, t = Sim(cfg(stall_timeout=300.0), unit=[(0, props())], journal=journal).run()
     assert d.reason == 'stalled'
-    assert 306.0 <= t <= 306.0 + 10.0 * (1 + JITTER) + 0.6
+    # counted from when the last line was logged (6 s), judged right at the deadline, not a backoff poll later
+    assert 306.0 <= t <= 306.0 + 0.6
     res = m.result()
     assert "stalled during 'loading weights'" in res['msg'] and 'no new journal line' in res['msg']
     assert 'stall_timeout' in res['hint']
