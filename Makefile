@@ -25,7 +25,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 N ?= 3
 
-.PHONY: help setup test sanity lint units integration demo fleet-up fleet-down fleet-status build changelog-lint clean
+.PHONY: help setup test sanity lint units integration demo fleet-up fleet-down fleet-status build changelog-lint bench bench-quick clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 18
@@ -106,6 +106,12 @@ demo: setup ## the main job on the embedded default: local fleet, deploy_k26.yml
 	PATH=$(VENV)/bin:$$PATH ansible-playbook -i inventories/local playbooks/deploy_k26.yml | tee .build/demo-rerun.log
 	@! grep -E '^gpu-[0-9]+ +: ' .build/demo-rerun.log | grep -vq ' changed=0 ' || { echo "demo: the re-run changed something"; exit 1; }
 	@echo "== The fleet stays up for you to explore (ssh: see inventories/local/hosts.yml); 'make fleet-down' removes it."
+
+bench: setup ## benchmarks on a private local fleet (root, ~15 min): docs/benchmarks.md and docs/benchmarks.json
+	PATH=$(VENV)/bin:$$PATH $(VENV)/bin/python bench/run.py
+
+bench-quick: setup ## benchmark smoke run (root, ~2.5 min): bench/results/benchmarks-quick.md
+	PATH=$(VENV)/bin:$$PATH $(VENV)/bin/python bench/run.py --quick
 
 clean: ## remove build output and venvs (not the fleet: use fleet-down)
 	rm -rf .build .venv .venv-2.21 tests/output
