@@ -93,4 +93,5 @@ def main():
     print(json.dumps(report))
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -36,6 +36,8 @@ import threading
 import time
 from pathlib import Path
 
+import hostcpu  # bench/hostcpu.py: the same /proc process table on this machine as on the hosts
+
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "bench"
 FLEET_TOOL = REPO / "tests" / "fleet" / "fleet.py"
@@ -275,23 +277,8 @@ def read_events(fleet, host):
 # Watchers: the waiter and the baselines, each a process on this machine whose output lines are time-stamped here
 # ---------------------------------------------------------------------------------------------------------------
 def descendants(root):
-    """PIDs of every live descendant of `root` on this machine (from /proc), deepest last."""
-    children = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % name, encoding="utf-8", errors="replace") as handle:
-                data = handle.read()
-        except OSError:
-            continue
-        children.setdefault(int(data[data.rindex(")") + 2:].split()[1]), []).append(int(name))
-    found, stack = [], [root]
-    while stack:
-        for child in children.get(stack.pop(), ()):
-            found.append(child)
-            stack.append(child)
-    return found
+    """PIDs of every live descendant of `root` on this machine, parents before children (hostcpu's /proc reading)."""
+    return [pid for pid in hostcpu.tree_members(hostcpu.read_processes(), root) if pid != root]
 
 
 class Watcher:
