@@ -920,9 +920,9 @@ def why_notes(results, waiter):
         pairs = ["%s %s vs %s" % (scenario, fmt(waiter[scenario]["median_lag_s"], " s"),
                                   fmt(results["lag_summary"][scenario]["tools"]["waiter_quiet"]["median_lag_s"], " s"))
                  for scenario in SCENARIOS]
-        notes.append("The live progress lines cost lag on the controller: median lag with them vs without "
-                     "(`sglang_wait_progress: false`, same trials): %s. After the module returns, the action plugin "
-                     "first waits for a progress read in flight (an ssh round trip) to end, then prints the result." % "; ".join(pairs))
+        notes.append("Lag on the controller with the live progress lines vs without (`sglang_wait_progress: false`, "
+                     "same trials): %s. The action plugin does not hold the verdict for a progress read in flight; "
+                     "what differs is the reads' share of the host's and the controller's CPU." % "; ".join(pairs))
     if waiter["hang"]["median_lag_s"] is not None and waiter["hang"]["median_lag_s"] > WAITER_STALL_TIMEOUT + 1.0:
         notes.append("Why stalls are late: the waiter counts quiet time from when it *read* the last journal line, "
                      "and it reads the journal only at its full unit polls, on a jittered backoff capped at "
