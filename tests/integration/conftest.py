@@ -6,7 +6,8 @@
 fleet          session: the shared fleet (size LLMOPS_FLEET_SIZE, default 3). Booted if it is not up and then
                removed at the end of the session (also on failure or SIGTERM); a fleet that was already up is
                left up (a smaller or broken one is rebuilt first; a healthy one gets its mirror refreshed).
-               LLMOPS_FLEET_STATE_DIR picks another state dir (a private fleet of a given checkout or CI job).
+               LLMOPS_FLEET_STATE_DIR picks another state dir (a private fleet of a given checkout or CI job), and
+               LLMOPS_FLEET_PREFIX its host names (default gpu; give each concurrent fleet its own).
 standin_venv   function: standin_venv(host, compressed_tensors="0.18.0") makes /opt/sglang/venv on the host with
                the SGLang stand-in and that compressed-tensors from the host's mirror (pip --no-index --no-deps);
                returns the venv path.
@@ -237,12 +238,21 @@ def _raise_interrupt(_signum, _frame):
     raise KeyboardInterrupt("SIGTERM")
 
 
+def shared_fleet_tool():
+    """The session's fleet: the default one, or LLMOPS_FLEET_STATE_DIR's with prefix LLMOPS_FLEET_PREFIX (default
+    "gpu") on free addresses, so that two checkouts can run their integration tests at once."""
+    state_dir = os.environ.get("LLMOPS_FLEET_STATE_DIR") or None
+    if state_dir is None:
+        return FleetTool()
+    return FleetTool(state_dir=state_dir, prefix=os.environ.get("LLMOPS_FLEET_PREFIX") or None, first_index="auto")
+
+
 @pytest.fixture(scope="session")
 def fleet():
     """The shared fleet for the whole session."""
     require_fleet()
     size = int(os.environ.get("LLMOPS_FLEET_SIZE", "3"))
-    tool = FleetTool(state_dir=os.environ.get("LLMOPS_FLEET_STATE_DIR") or None)
+    tool = shared_fleet_tool()
     before = tool.status()
     was_up = before.get("status") != "down"
     if not was_up and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
