@@ -19,6 +19,10 @@ __metaclass__ = type
 import re
 from collections import namedtuple
 
+# The SGLang release this table was checked against (tests/conformance fetches exactly this wheel and holds every
+# row below against its source). The one place for the SGLang pin.
+RELEASE = '0.5.23'
+
 # name: stable identifier other components rely on; label: for humans;
 # pattern: compiled regex searched in a journal line (prefix included);
 # stall_hint: what usually explains a stall in this phase.
