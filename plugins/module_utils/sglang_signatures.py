@@ -112,17 +112,18 @@ FATAL_SIGNATURES = (
     Signature('not_enough_memory',
               re.compile(r'Not enough memory\. Please try to increase --mem-fraction-static'),
               'GPU memory left for the KV cache is too small: raise --mem-fraction-static a little, lower --context-length, '
-              'or use more GPUs (--tp).',
+              'or use more GPUs (--tp-size).',
               False),
     Signature('cuda_oom',
               re.compile(r'CUDA out of memory|OutOfMemoryError'),
               'The GPUs ran out of memory: lower --mem-fraction-static (leaves room for activations and CUDA graphs) or '
-              'lower the CUDA graph batch size (--cuda-graph-max-bs).',
+              'lower the CUDA graph batch size (--cuda-graph-max-bs-decode).',
               False),
     Signature('cuda_graph_failed',
               re.compile(r'Capture cuda graph failed'),
               'CUDA graph capture failed (usually memory): lower --mem-fraction-static or the CUDA graph batch size '
-              '(--cuda-graph-max-bs), or try --disable-cuda-graph to confirm.',
+              '(--cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill), or run once with '
+              '--cuda-graph-backend-decode=disabled to confirm.',
               False),
     Signature('warmup_failed',
               re.compile(r'Initialization failed\. warmup error'),
