@@ -15,6 +15,7 @@ API, for the conformance tests and the stand-in's flag-table generator:
   source(path)     lines of a file of the release, path relative to sglang/srt/ ("entrypoints/engine.py")
   release_file(p)  absolute path of a file of the unpacked release, relative to the wheel root ("sglang/...")
   requires()       the wheel's Requires-Dist lines (for pins such as compressed-tensors)
+  package_source(spec, path)  lines of a file of another wheel the table cites ('uvicorn==0.54.0'), fetched once
 
 Run as a script to print flag_table() as JSON: `.venv/bin/python tests/conformance/sglang_release.py flags`.
 Needs Python 3.11 (the wheel is cp311); `make conformance` runs it with the .venv.
@@ -112,6 +113,34 @@ def requires():
     meta = release_file('sglang-%s.dist-info/METADATA' % release())
     with open(meta, encoding='utf-8') as handle:
         return [line.split(':', 1)[1].strip() for line in handle if line.startswith('Requires-Dist:')]
+
+
+@functools.lru_cache(maxsize=None)
+def package(spec):
+    """Unpacked wheel of another pure-Python package cited by the table (e.g. 'uvicorn==0.54.0'), fetched once."""
+    target = os.path.join(CACHE, spec)
+    unpacked = os.path.join(target, 'src')
+    if os.path.exists(os.path.join(unpacked, '.unpacked')):
+        return unpacked
+    os.makedirs(target, exist_ok=True)
+    if not [name for name in os.listdir(target) if name.endswith('.whl')]:
+        subprocess.run([sys.executable, '-m', 'pip', 'download', '-q', '--no-deps', '--only-binary=:all:', spec,
+                        '-d', target], check=True)
+    wheels = [name for name in os.listdir(target) if name.endswith('.whl')]
+    if len(wheels) != 1:
+        raise RuntimeError('expected one wheel for %s in %s, found %r' % (spec, target, wheels))
+    subprocess.run(['rm', '-rf', unpacked], check=True)
+    with zipfile.ZipFile(os.path.join(target, wheels[0])) as wheel:
+        wheel.extractall(unpacked)
+    with open(os.path.join(unpacked, '.unpacked'), 'w') as handle:
+        handle.write(wheels[0] + '\n')
+    return unpacked
+
+
+def package_source(spec, path):
+    """Lines of `path` (relative to the wheel root) in the wheel of `spec`."""
+    with open(os.path.join(package(spec), path), encoding='utf-8') as handle:
+        return handle.read().split('\n')
 
 
 # ---- inert stand-ins for the heavy imports -------------------------------------------------------------------------

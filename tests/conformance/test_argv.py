@@ -101,10 +101,11 @@ def test_reserved_flags_cover_every_spelling_of_the_flags_the_role_sets(release)
 # ---- flags the docs and hints recommend --------------------------------------------------------------------------
 
 # Not SGLang's: journalctl's, pip's and ansible-playbook's options, and the docs' example of an unknown flag.
-OTHER_TOOLS = {'--since', '--no-pager', '--show-cursor', '--no-deps', '--no-index', '--check', '--diff', '--foo',
+OTHER_TOOLS = {'--since', '--no-pager', '--show-cursor', '--no-deps', '--no-index', '--check', '--diff',
                '--find-links', '--trusted-host', '--index-url', '--tags', '--limit', '--extra-vars'}
 DOCS = ['README.md', 'roles/server/defaults/main.yml', 'roles/server/meta/argument_specs.yml'] + sorted(
     os.path.join('docs', name) for name in os.listdir(os.path.join(ROOT, 'docs')) if name.endswith('.md'))
+QUOTED_ERROR = re.compile(r'`[^`]*error:[^`]*`')
 FLAG = re.compile(r'(?<![A-Za-z0-9_-])--[a-z][a-z0-9-]*[a-z0-9]')
 
 
@@ -120,6 +121,8 @@ def _doc_flags():
     for path in DOCS:
         with open(os.path.join(ROOT, path), encoding='utf-8') as handle:
             for number, line in enumerate(handle, 1):
+                # a quoted error message (`... error: ambiguous option: --x ...`) shows a flag, it does not recommend it
+                line = QUOTED_ERROR.sub('', line)
                 found += [('%s:%d' % (path, number), flag) for flag in FLAG.findall(line) if flag not in OTHER_TOOLS]
     return found
 
