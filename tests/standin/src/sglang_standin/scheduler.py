@@ -249,8 +249,8 @@ class Scheduler(object):
         self.barrier("kv_cache")
 
     def capture_sizes(self):
-        if self.args["cuda_graph_bs"]:
-            return sorted(self.args["cuda_graph_bs"], reverse=True)
+        if self.args["cuda_graph_bs_decode"]:
+            return sorted(self.args["cuda_graph_bs_decode"], reverse=True)
         max_bs = self.args["cuda_graph_max_bs_decode"] or 256
         sizes = [1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 160, 192, 224, 256, 320, 384, 448, 512]
         return sorted([bs for bs in sizes if bs <= max_bs] or [max_bs], reverse=True)

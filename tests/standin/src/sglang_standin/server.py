@@ -286,7 +286,7 @@ class Launcher(object):
         sched_args = {key: public.get(key) for key in (
             "cuda_graph_backend_decode", "cuda_graph_backend_prefill",
             "model_path", "tp_size", "disable_custom_all_reduce", "mem_fraction_static", "max_total_tokens",
-            "cuda_graph_bs", "cuda_graph_max_bs_decode", "disable_cuda_graph",
+            "cuda_graph_bs_decode", "cuda_graph_max_bs_decode", "disable_cuda_graph",
             "context_length", "chunked_prefill_size", "max_running_requests", "max_prefill_tokens")}
         for index in range(self.local_ranks):
             status_r, status_w = os.pipe()
