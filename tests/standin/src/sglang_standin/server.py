@@ -496,12 +496,12 @@ class Launcher(object):
             time.sleep(1)
 
     def watch_children(self):
-        """0.5.23 utils/watchdog.py:166-222 SubprocessWatchdog: every 1 s; a scheduler gone with a non-zero code
+        """0.5.23 utils/watchdog.py:166-222 SubprocessWatchdog: every 1 s (x pace); a scheduler gone with a non-zero code
         logs the crash and SIGQUITs this process. (`zombie` simulates an older release without it.)"""
         if self.faults.zombie:
             return
         while not self.watchdog_stopped:
-            time.sleep(1.0)
+            time.sleep(1.0 * self.pace)
             for index, child in enumerate(self.children):
                 code = child.poll()
                 if code is None or code == 0 or self.watchdog_stopped:
