@@ -301,6 +301,25 @@ def test_multi_node_rank1_waits_for_rank0(launch, standin_python, model_dir):
     assert worker.wait_no_descendants() == [] and head.wait_no_descendants() == []
 
 
+def test_multi_node_peer_death_kills_the_other_node(launch, standin_python, model_dir):
+    """A node that loses its peer fails its next collective in a scheduler: the scheduler's exception, its SIGQUIT,
+    the running-phase SIGQUIT line and kill_process_tree (status=9/KILL)."""
+    from standin_helpers import free_port
+    addr = "127.0.0.1:%d" % free_port()
+    common = ("--tp", "2", "--nnodes", "2", "--dist-init-addr", addr)
+    worker = launch(standin_python, model_dir, *(common + ("--node-rank", "1")))
+    head = launch(standin_python, model_dir, *(common + ("--node-rank", "0")))
+    head.wait_ready()
+    worker.kill()
+    assert head.wait_exit() == -signal.SIGKILL
+    position = 0
+    for text in ("] Scheduler hit an exception: Traceback", "remote process exited or there was a network error",
+                 "] SIGQUIT received. signum=None, frame=None. It usually means one child failed.",
+                 "kill_process_tree called: parent_pid=%d, include_parent=True" % head.proc.pid):
+        position = head.output.index(text, position)
+    assert head.wait_no_descendants() == []
+
+
 def test_cuda_graph_flags(launch, standin_python, model_dir):
     limited = launch(standin_python, model_dir, "--cuda-graph-max-bs-decode", "16")
     skipped = launch(standin_python, model_dir, "--disable-cuda-graph")

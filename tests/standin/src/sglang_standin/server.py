@@ -149,6 +149,7 @@ class Launcher(object):
         self.watchdog_stopped = False
         self.running_phase = False      # the tokenizer manager's loop handlers are in place
         self.follower_sigterm = None    # node_rank >= 1 after the load
+        self.shutdown_ready = False     # node_rank >= 1: its schedulers are ready (serving)
         self.local_ranks = max(1, args.tp_size // max(1, args.nnodes))
 
     # ---- failure paths --------------------------------------------------------------------------------------
@@ -414,8 +415,19 @@ class Launcher(object):
                 pass
             if self.gracefully_exit or self.watchdog_stopped or self.shutdown_broadcast:
                 return
-            self.log.raw(signatures.main_traceback(signatures.LAUNCH_FRAMES, signatures.NCCL_REMOTE % {"peer": peer}))
-            self.die("nccl_remote")
+            # This node's first scheduler hits the broken collective: its exception, its SIGQUIT to this process
+            # (managers/scheduler.py:6368-6373), and this process' SIGQUIT handler of the moment.
+            rank = self.args.node_rank * self.local_ranks
+            scheduler_log = logfmt.Logger("TP%d" % rank if self.args.tp_size > 1 else "")
+            phase = "serving" if self.client is not None or self.args.node_rank > 0 and self.shutdown_ready else "init"
+            scheduler_log.error("Scheduler hit an exception: " + signatures.traceback_text(
+                signatures.PHASE_FRAMES["serving"] if phase == "serving" else signatures.SCHEDULER_ROOT + signatures.PHASE_FRAMES["init"],
+                signatures.NCCL_REMOTE % {"peer": peer}))
+            logfmt.event("crash", phase="main", cause="nccl_remote")
+            if self.running_phase:
+                self.running_phase_sigquit()
+            else:
+                self.launch_phase_sigquit(signal.SIGQUIT, None)
 
         thread = threading.Thread(target=watch, name="peer-%s" % peer)
         thread.daemon = True
@@ -434,6 +446,7 @@ class Launcher(object):
                              "the schedulers." % node_rank)
 
         self.follower_sigterm = on_sigterm
+        self.shutdown_ready = True
         handler = type("FollowerHandler", (FollowerHandler,), {"launcher": self})
         try:
             self.httpd = ThreadingHTTPServer((self.args.host, self.args.port), handler)
@@ -879,13 +892,17 @@ def main(argv):
     """`sglang serve ARGV` / `python -m sglang.launch_server ARGV` (0.5.23 launch_server.py:75-86)."""
     args = flags.resolve(prepare_server_args(argv))  # exits 2 on bad flags, prog `sglang serve` (server_args.py:679)
     log = logfmt.Logger("")
+    # Resolution errors are uncaught in the main process: launch_server.py's `finally` (0.5.23
+    # sglang/launch_server.py:83-86) logs its kill_process_tree, then Python prints the traceback, exit 1.
     try:
         json.loads(args.json_model_override_args)
     except ValueError as err:
+        kill_process_tree(log, [], include_parent=False)
         log.raw(signatures.json_override_error(args.json_model_override_args, err))
         return 1
     model, exists = model_dir.read_model(args.model_path)
     if model is None:
+        kill_process_tree(log, [], include_parent=False)
         log.raw(signatures.config_missing(args.model_path, exists))
         return 1
     try:

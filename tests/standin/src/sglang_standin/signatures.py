@@ -274,10 +274,11 @@ def warmup_error():
 
 def config_missing(model_path, exists):
     """transformers' AutoConfig on a missing dir / a dir without config.json (uncaught in the main process)."""
-    frames = [frame(_site("sglang/launch_server.py"), 27, "<module>", "server_args = prepare_server_args(sys.argv[1:])"),
-              sg("server_args.py", 4151, "prepare_server_args", "return ServerArgs.from_cli_args(raw_args)"),
-              sg("server_args.py", 731, "__post_init__", "self._handle_model_specific_adjustments()"),
-              sg("server_args.py", 1093, "_handle_model_specific_adjustments", "hf_config = self.get_hf_config()"),
+    # Resolution runs in the launcher (0.5.23 entrypoints/engine.py:1153, server_args.py:277), before the
+    # server_args= line; the inner frames are illustrative.
+    frames = LAUNCH_FRAMES + [
+              sg("entrypoints/engine.py", 1153, "_launch_subprocesses", "server_args.resolve_once()"),
+              sg("server_args.py", 277, "resolve_once", "run_resolution_pipeline(self)"),
               sg("utils/hf_transformers_utils.py", 231, "get_config", "config = AutoConfig.from_pretrained("),
               frame(_site("transformers/utils/hub.py"), 567, "cached_files", "raise OSError(")]
     if exists:
@@ -295,8 +296,9 @@ def config_missing(model_path, exists):
 
 
 def json_override_error(text, err):
-    frames = [frame(_site("sglang/launch_server.py"), 27, "<module>", "server_args = prepare_server_args(sys.argv[1:])"),
-              sg("server_args.py", 731, "__post_init__", "self._handle_model_specific_adjustments()"),
+    frames = LAUNCH_FRAMES + [
+              sg("entrypoints/engine.py", 1153, "_launch_subprocesses", "server_args.resolve_once()"),
+              sg("server_args.py", 277, "resolve_once", "run_resolution_pipeline(self)"),
               sg("configs/model_config.py", 108, "__init__", "json.loads(model_override_args)"),
               frame(os.path.join(STDLIB, "json/decoder.py"), 353, "raw_decode", "obj, end = self.scan_once(s, idx)")]
     return main_traceback(frames, "json.decoder.JSONDecodeError: %s" % err)
