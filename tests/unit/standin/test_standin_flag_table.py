@@ -73,3 +73,28 @@ def test_argv_parses_or_fails_like_the_release(argv, capfd):
     if code:
         assert err.splitlines()[-1] == done.stderr.splitlines()[-1]
         assert err.startswith("usage: sglang serve ")
+
+
+REAL_PREPARE = """
+import json, os, sys, threading
+sys.path.insert(0, os.path.dirname(sys.argv[1]))
+import sglang_release
+args = sglang_release.server_args().prepare_server_args(sys.argv[2:])
+print(json.dumps({"launch_command": args.launch_command, "api_key": args.api_key, "threads": threading.active_count()}))
+"""
+
+
+def test_prepare_server_args_like_the_release():
+    """The release's own prepare_server_args (torch & co inert) on a model that does not exist: it returns (nothing
+    is resolved or started, no thread), and launch_command keeps `--api-key KEY`, redacting only the watermark."""
+    argv = ["--model-path", "/nonexistent/model", "--tp", "8", "--api-key", "sk-x", "--watermark-config", "wm"]
+    if sys.version_info[:2] != (3, 11):
+        pytest.skip("the sglang 0.5.23 wheel is cp311: run with the .venv (Python 3.11)")
+    done = subprocess.run([sys.executable, "-c", REAL_PREPARE, RELEASE] + argv, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    release = json.loads(done.stdout.splitlines()[-1])
+    assert release["threads"] == 1 and release["api_key"] == "sk-x"
+    assert release["launch_command"] == \
+        "--model-path /nonexistent/model --tp 8 --api-key sk-x --watermark-config <redacted>"
+    assert prepare_server_args(argv).launch_command == release["launch_command"]

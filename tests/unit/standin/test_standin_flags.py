@@ -50,12 +50,12 @@ def test_usage_errors_exit_2(argv, message, capsys):
 
 def test_launch_command_and_resolved_dict_keep_the_api_key():
     """0.5.23 redacts only watermark secrets (server_args.py:307-333, sampling/watermarking/core.py:110-134)."""
-    argv = ["--model-path", "m", "--api-key", "secret", "--watermark-config", "wm-secret"] \
-        if any("--watermark-config" in n for n, *_ in flags.FLAGS) else ["--model-path", "m", "--api-key", "secret"]
-    args = flags.resolve(prepare_server_args(argv))
-    assert "--api-key secret" in args.launch_command
-    assert flags.resolved_dict(args)["api_key"] == "secret"
-    assert "api_key='secret'" in repr(args)
+    args = flags.resolve(prepare_server_args(["--model-path", "m", "--api-key", "secret", "--watermark-config", "wm"]))
+    assert args.launch_command == "--model-path m --api-key secret --watermark-config <redacted>"
+    resolved = flags.resolved_dict(args)
+    assert resolved["api_key"] == "secret" and "watermark_config" not in resolved
+    assert list(resolved)[:3] == ["model_path", "tokenizer_path", "tokenizer_mode"]  # ServerArgs field order
+    assert "api_key='secret'" in repr(args) and "wm" not in repr(args)
 
 
 def test_watermark_command_line_redaction():
