@@ -46,8 +46,8 @@ def test_memory_follows_the_load(launch, standin_python, model_dir, tmp_path):
     os.makedirs(state)
     server = launch(standin_python, model_dir, "--tp", "2",
                     env={"SGLANG_STANDIN_STATE_DIR": state, "SGLANG_STANDIN_FAULT": "hang@cuda_graph"})
-    server.wait_for(r"TP0\] Capture cuda graph begin")
-    server.wait_for(r"TP1\] Capture cuda graph begin")
+    server.wait_for(r"TP0\] Capture target decode CUDA graph begin")
+    server.wait_for(r"TP1\] Capture target decode CUDA graph begin")
     query = ("--query-gpu=index,memory.used", "--format=csv,noheader,nounits")
     used = [int(line.split(", ")[1]) for line in smi(standin_python, *query, SGLANG_STANDIN_STATE_DIR=state)[1].splitlines()]
     assert used[0] > 100000 and used[1] > 100000  # weights + KV cache of a 16 GB model at TP 2 on 140 GB GPUs

@@ -1,133 +1,208 @@
-"""The SGLang 0.5.23 command line, as one table (the only place that knows the flags).
+"""The SGLang 0.5.23 command line: every flag of the real parser, built from the generated table data/flags.json.
 
-Unknown flags fail exactly like SGLang's argparse parser: `usage: ...` then
-`launch_server.py: error: unrecognized arguments: --foo`, exit code 2.
+data/flags.json is written by tests/standin/tools/gen_flags.py from the release's own parser (the parser
+prepare_server_args builds, 0.5.23 server_args.py:679-680): option strings, dest, action, nargs, const, type,
+choices, default, required, in parser order. This module only turns each row back into an argparse action, so
+abbreviations, ambiguity (`--cuda-graph-max-bs`), choices, types and deprecated spellings behave as in the release:
+`usage: sglang serve ...` + `sglang serve: error: ...`, exit code 2.
 """
 import argparse
+import json
+import os
+import re
+from decimal import Decimal
 
-ATTENTION_BACKENDS = ["triton", "fa3", "fa4", "flashinfer", "flashmla", "trtllm_mla", "cutedsl_mla", "trtllm_mha",
-                      "torch_native", "flex_attention", "aiter", "wave", "ascend", "intel_amx"]
-SPECULATIVE_ALGORITHMS = ["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"]
-KV_CACHE_DTYPES = ["auto", "fp8_e5m2", "fp8_e4m3", "bf16", "bfloat16", "fp4_e2m1"]
-LOG_LEVELS = ["debug", "info", "warning", "error", "critical"]
+from sglang_standin import logfmt
 
-# (names, kind, default, choices). kind: str | int | float | bool | ints (nargs="+").
-# `--json-model-override-args` is a string on purpose: SGLang parses the JSON later (a traceback, not a usage error).
-FLAGS = [
-    (("--model-path", "--model"), "str", None, None),
-    (("--tokenizer-path",), "str", None, None),
-    (("--tokenizer-mode",), "str", "auto", ["auto", "slow"]),
-    (("--served-model-name",), "str", None, None),
-    (("--chat-template",), "str", None, None),
-    (("--revision",), "str", None, None),
-    (("--download-dir",), "str", None, None),
-    (("--load-format",), "str", "auto", None),
-    (("--dtype",), "str", "auto", None),
-    (("--host",), "str", "127.0.0.1", None),
-    (("--port",), "int", 30000, None),
-    (("--tp-size", "--tp"), "int", 1, None),
-    (("--dp-size", "--dp"), "int", 1, None),
-    (("--ep-size", "--ep"), "int", 1, None),
-    (("--pp-size", "--pp"), "int", 1, None),
-    (("--context-length",), "int", None, None),
-    (("--mem-fraction-static",), "float", None, None),
-    (("--max-running-requests",), "int", None, None),
-    (("--max-total-tokens",), "int", None, None),
-    (("--max-prefill-tokens",), "int", 16384, None),
-    (("--chunked-prefill-size",), "int", None, None),
-    (("--page-size",), "int", None, None),
-    (("--schedule-policy",), "str", "fcfs", None),
-    (("--attention-backend",), "str", None, ATTENTION_BACKENDS),
-    (("--prefill-attention-backend",), "str", None, ATTENTION_BACKENDS),
-    (("--decode-attention-backend",), "str", None, ATTENTION_BACKENDS),
-    (("--mm-attention-backend",), "str", None, None),
-    (("--moe-runner-backend",), "str", "auto", None),
-    (("--sampling-backend",), "str", None, None),
-    (("--tool-call-parser",), "str", None, None),
-    (("--reasoning-parser",), "str", None, None),
-    (("--api-key",), "str", None, None),
-    (("--kv-cache-dtype",), "str", "auto", KV_CACHE_DTYPES),
-    (("--quantization",), "str", None, None),
-    (("--watchdog-timeout",), "float", 300.0, None),
-    (("--dist-timeout",), "int", None, None),
-    (("--random-seed",), "int", None, None),
-    (("--stream-interval",), "int", 1, None),
-    (("--device",), "str", None, None),
-    (("--base-gpu-id",), "int", 0, None),
-    (("--log-level",), "str", "info", LOG_LEVELS),
-    (("--log-level-http",), "str", None, None),
-    (("--decode-log-interval",), "int", 40, None),
-    (("--speculative-algorithm",), "str", None, SPECULATIVE_ALGORITHMS),
-    (("--speculative-draft-model-path",), "str", None, None),
-    (("--speculative-num-steps",), "int", None, None),
-    (("--speculative-eagle-topk",), "int", None, None),
-    (("--speculative-num-draft-tokens",), "int", None, None),
-    (("--nnodes",), "int", 1, None),
-    (("--node-rank",), "int", 0, None),
-    (("--dist-init-addr", "--nccl-init-addr"), "str", None, None),
-    (("--json-model-override-args",), "str", "{}", None),
-    (("--model-loader-extra-config",), "str", "{}", None),
-    (("--cuda-graph-max-bs",), "int", None, None),
-    (("--cuda-graph-max-bs-decode",), "int", None, None),
-    (("--cuda-graph-max-bs-prefill",), "int", None, None),
-    (("--cuda-graph-bs",), "ints", None, None),
-    (("--torch-compile-max-bs",), "int", 32, None),
-    (("--trust-remote-code",), "bool", False, None),
-    (("--enable-metrics",), "bool", False, None),
-    (("--skip-server-warmup",), "bool", False, None),
-    (("--enable-p2p-check",), "bool", False, None),
-    (("--disable-custom-all-reduce",), "bool", False, None),
-    (("--enable-multimodal",), "bool", False, None),
-    (("--enable-nccl-nvls",), "bool", False, None),
-    (("--enable-symm-mem",), "bool", False, None),
-    (("--disable-cuda-graph",), "bool", False, None),
-    (("--disable-radix-cache",), "bool", False, None),
-    (("--enable-torch-compile",), "bool", False, None),
-    (("--enable-dp-attention",), "bool", False, None),
-    (("--enable-mixed-chunk",), "bool", False, None),
-    (("--enable-cache-report",), "bool", False, None),
-    (("--enable-deterministic-inference",), "bool", False, None),
-    (("--log-requests",), "bool", False, None),
-    (("--show-time-cost",), "bool", False, None),
-    (("--skip-tokenizer-init",), "bool", False, None),
-    (("--sleep-on-idle",), "bool", False, None),
-]
-
-KINDS = {"str": str, "int": int, "float": float}
+TABLE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "flags.json")
 
 
-def build_parser(prog="launch_server.py"):
-    """The argparse parser of ServerArgs.add_cli_args, from the FLAGS table."""
-    parser = argparse.ArgumentParser(prog=prog)
-    for names, kind, default, choices in FLAGS:
-        kwargs = {"default": default}
-        if kind == "bool":
-            kwargs["action"] = "store_true"
-        elif kind == "ints":
-            kwargs.update(type=int, nargs="+")
-        else:
-            kwargs["type"] = KINDS[kind]
-            if choices:
-                kwargs["choices"] = choices
-        if names[0] == "--model-path":
-            kwargs["required"] = True
-        parser.add_argument(*names, **kwargs)
-    return parser
+def _load_table():
+    with open(TABLE_PATH) as handle:
+        return json.load(handle)
 
 
-def parse_args(argv, prog="launch_server.py"):
-    """Parse like SGLang (exit 2 with argparse's message on unknown flags) and fill derived defaults."""
-    args = build_parser(prog).parse_args(argv)
-    if args.served_model_name is None:
-        args.served_model_name = args.model_path
-    if args.tokenizer_path is None:
-        args.tokenizer_path = args.model_path
-    return args
+TABLE = _load_table()
+FLAGS = TABLE["flags"]
+FIELDS = TABLE["fields"]
+HIDDEN = {"watermark_key", "watermark_key_b", "watermark_config"}  # the only redactions (server_args.py:307-314)
 
 
-def public_args(args):
-    """The server args as SGLang reports them, with the api key masked (secrets never leave the process)."""
-    shown = dict(vars(args))
-    if shown.get("api_key"):
-        shown["api_key"] = "<redacted>"
-    return shown
+# ---- the release's argparse `type=` functions, by name (argparse names them in its errors) ------------------------
+
+def human_readable_int(value):
+    """0.5.23 utils/common.py:3394-3429."""
+    value = value.strip()
+    si_multiplier = {"k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12}
+    iec_multiplier = {"Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40}
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)", value)
+    if match:
+        number, suffix = match.groups()
+        if suffix in iec_multiplier:
+            if "." in number:
+                raise argparse.ArgumentTypeError(
+                    "Decimals are not allowed with IEC suffixes like '%s'. Use an integer IEC value such as '%d%s', "
+                    "or an SI value such as '%s%s'." % (suffix, int(Decimal(number)), suffix, number, suffix[0]))
+            return int(number) * iec_multiplier[suffix]
+        return int(Decimal(number) * si_multiplier[suffix])
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            "Invalid integer value: '%s'. Use a plain integer, SI suffixes (1k, 1M), or IEC suffixes (1Ki, 1Mi). "
+            "Suffixes are case-sensitive." % value) from None
+
+
+def nullable_str(val):
+    """0.5.23 utils/common.py:3388-3391."""
+    if not val or val == "None":
+        return None
+    return val
+
+
+def json_list_type(value):
+    """0.5.23 utils/common.py:4818-4824."""
+    try:
+        return json.loads(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError("Invalid JSON list: %s. Please provide a valid JSON list." % value) from None
+
+
+def parse_cuda_graph_backend_arg(raw):
+    """0.5.23 model_executor/cuda_graph_config.py:237-243."""
+    if raw == "tc_piecewise":
+        raise argparse.ArgumentTypeError("tc_piecewise was removed; select breakable, full, or disabled")
+    return raw
+
+
+def parse_cuda_graph_config_arg(raw):
+    """0.5.23 model_executor/cuda_graph_config.py:246-260 (the JSON-object checks; the per-key ones are left out)."""
+    try:
+        parsed = json.loads(raw)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError("--cuda-graph-config must be JSON: %s" % err) from None
+    if not isinstance(parsed, dict):
+        raise argparse.ArgumentTypeError("--cuda-graph-config must be a JSON object, got %s" % type(parsed).__name__)
+    return parsed
+
+
+TYPES = {"str": str, "int": int, "float": float, "loads": json.loads, "human_readable_int": human_readable_int,
+         "nullable_str": nullable_str, "json_list_type": json_list_type,
+         "parse_cuda_graph_backend_arg": parse_cuda_graph_backend_arg,
+         "parse_cuda_graph_config_arg": parse_cuda_graph_config_arg}
+
+
+# ---- the release's custom actions (0.5.23 arg_groups/argparse_actions.py) -----------------------------------------
+
+def _deprecation_warning(message):
+    """argparse_actions.py:28-29: logger.warning in yellow. It runs inside parse_args, before prepare_server_args'
+    logging.basicConfig, so Python's last-resort handler prints the bare message on stderr."""
+    logfmt.raw_stderr("\033[1;33m%s\033[0m" % message)
+
+
+class DeprecatedStoreTrueAction(argparse.Action):
+    """argparse_actions.py:77-100: stores True and warns, naming the replacement."""
+
+    def __init__(self, option_strings, dest, new_flag=None, nargs=0, const=True, default=False, **kwargs):
+        self.new_flag = new_flag
+        super(DeprecatedStoreTrueAction, self).__init__(option_strings, dest, nargs=nargs, const=const,
+                                                        default=default, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        replacement = " Use '%s' instead." % self.new_flag if self.new_flag else ""
+        _deprecation_warning("'%s' is deprecated and will be removed in a future release.%s"
+                             % (option_string, replacement))
+        setattr(namespace, self.dest, True)
+
+
+class DeprecatedStoreConstAction(argparse.Action):
+    """argparse_actions.py:103-134: warns and stores `const_value`."""
+
+    def __init__(self, option_strings, dest, new_flag=None, const_value=None, nargs=0, default=None, **kwargs):
+        self.new_flag = new_flag
+        self.const_value = const_value
+        super(DeprecatedStoreConstAction, self).__init__(option_strings, dest, nargs=nargs, default=default, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        replacement = " Use '%s' instead." % self.new_flag if self.new_flag else ""
+        _deprecation_warning("'%s' is deprecated and will be removed in a future release.%s"
+                             % (option_string, replacement))
+        setattr(namespace, self.dest, self.const_value)
+
+
+class LoRAPathAction(argparse.Action):
+    """argparse_actions.py:8-25: JSON objects or plain paths, as a list."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        lora_paths = []
+        for lora_path in values or []:
+            lora_path = lora_path.strip()
+            lora_paths.append(json.loads(lora_path) if lora_path.startswith("{") and lora_path.endswith("}")
+                              else lora_path)
+        setattr(namespace, self.dest, lora_paths)
+
+
+ACTIONS = {"_StoreAction": "store", "_StoreTrueAction": "store_true", "_StoreFalseAction": "store_false",
+           "_StoreConstAction": "store_const", "_AppendAction": "append", "_CountAction": "count",
+           "BooleanOptionalAction": getattr(argparse, "BooleanOptionalAction", None),
+           "DeprecatedStoreTrueAction": DeprecatedStoreTrueAction,
+           "DeprecatedStoreConstAction": DeprecatedStoreConstAction, "LoRAPathAction": LoRAPathAction}
+
+
+def _kwargs(flag):
+    """add_argument keywords that rebuild one row of the table."""
+    action = ACTIONS.get(flag["action"])
+    if action is None:
+        raise ValueError("data/flags.json: unknown action %s for %s (teach flags.py)" % (flag["action"], flag["dest"]))
+    kwargs = {"dest": flag["dest"], "default": flag["default"], "action": action}
+    if flag["required"]:
+        kwargs["required"] = True
+    if action in ("store", "append", LoRAPathAction):
+        if flag["type"] is not None:
+            if flag["type"] not in TYPES:
+                raise ValueError("data/flags.json: unknown type %s for %s (teach flags.py)" % (flag["type"], flag["dest"]))
+            kwargs["type"] = TYPES[flag["type"]]
+        if flag["nargs"] is not None:
+            kwargs["nargs"] = flag["nargs"]
+        if flag["const"] is not None:
+            kwargs["const"] = flag["const"]
+    if flag["choices"] is not None and action not in ("store_true", "store_false", argparse.BooleanOptionalAction):
+        kwargs["choices"] = flag["choices"]
+    if flag.get("metavar") is not None:
+        kwargs["metavar"] = flag["metavar"] if not isinstance(flag["metavar"], list) else tuple(flag["metavar"])
+    if action is DeprecatedStoreTrueAction:
+        kwargs.pop("default")
+        kwargs["new_flag"] = flag.get("new_flag")
+    if action is DeprecatedStoreConstAction:
+        kwargs.update(new_flag=flag.get("new_flag"), const_value=flag.get("const_value"), nargs=flag["nargs"])
+        if flag["choices"] is not None:
+            kwargs["choices"] = flag["choices"]
+    return kwargs
+
+
+def option_strings(flag):
+    if flag["action"] == "BooleanOptionalAction":  # it adds the --no-X spelling itself
+        return [name for name in flag["option_strings"] if not name.startswith("--no-")]
+    return flag["option_strings"]
+
+
+def add_cli_args(parser):
+    """ServerArgs.add_cli_args: every flag of the release on `parser`, in the release's order."""
+    for flag in FLAGS:
+        parser.add_argument(*option_strings(flag), **_kwargs(flag))
+
+
+def resolve(server_args):
+    """The few resolutions the stand-in needs (0.5.23 does them in `resolve_once`, `server_args.py:244-300`)."""
+    if getattr(server_args, "served_model_name", None) is None:
+        server_args.served_model_name = server_args.model_path
+    if getattr(server_args, "tokenizer_path", None) is None:
+        server_args.tokenizer_path = server_args.model_path
+    return server_args
+
+
+def resolved_dict(server_args):
+    """Every ServerArgs field in the release's order with its value, the API key included: 0.5.23 redacts only
+    the watermark fields (`entrypoints/engine.py:173-174`, `sampling/watermarking/core.py:25-27`)."""
+    values = vars(server_args)
+    return {name: values.get(name) for name in FIELDS if name not in HIDDEN}
