@@ -57,6 +57,8 @@ PHASES = (
           re.compile(r'(?i)load weights? end|KV Cache is allocated|Memory pool end'),
           'KV cache allocation should take seconds: look for memory errors on the GPUs (nvidia-smi, dmesg).',
           (Source('model_executor/model_runner.py', 1373, 'Load weight end. '),
+           Source('mem_cache/memory_pool.py', 2088, "{cache_name} {'VA upper bound' if self.post_capture_active else "
+                  "'is allocated'}. dtype: {self.dtype}, "),
            Source('mem_cache/memory_pool.py', 2096, "{cache_name} {'VA upper bound' if self.post_capture_active else "
                   "'is allocated'}. dtype: {self.dtype}, "),
            Source('mem_cache/kv_cache_configurator.py', 499, 'Memory pool end. '))),
