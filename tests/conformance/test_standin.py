@@ -77,7 +77,7 @@ def _make_model(path, arch):
     return path
 
 
-def _run(model, args=(), fault=None, until=None, then=None, hold_port=False):
+def _run(model, args=(), fault=None, until=None, then=None, hold_port=False, python=sys.executable):
     """Run one stand-in start to its end; returns its output lines. `until`: a regex after whose line `then(proc, port,
     model)` is called (a request, a signal); a run that never ends is killed after RUN_TIMEOUT."""
     port = _free_port()
@@ -88,7 +88,7 @@ def _run(model, args=(), fault=None, until=None, then=None, hold_port=False):
         holder.bind(('127.0.0.1', port))
         holder.listen(1)
     env = _env({'SGLANG_STANDIN_FAULT': fault} if fault else None)
-    cmd = [sys.executable, '-m', 'sglang.launch_server', '--model-path', model, '--host', '127.0.0.1',
+    cmd = [python, '-m', 'sglang.launch_server', '--model-path', model, '--host', '127.0.0.1',
            '--port', str(port), '--tp-size', '2'] + list(args)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, universal_newlines=True,
                             start_new_session=True)
@@ -195,11 +195,26 @@ def _scenarios():
         ('no-config-json', 'empty', (), None, None, None, False, ('cause', 'model_path')),
         # the .venv has no compressed-tensors: for the checkpoint's nvfp4-pack-quantized format that is too old
         ('compressed-tensors-absent', 'kimi_k2', (), None, None, None, False, ('cause', 'compressed_tensors_too_old')),
+        # run by an interpreter whose include dir has no Python.h (Triton's helper build fails at the capture)
+        ('python-headers-missing', 'llama', (), None, None, None, False, ('cause', 'python_headers')),
     ]
     return out
 
 
 SCENARIOS = _scenarios()
+
+
+def _headerless_python(root):
+    """A copy of this interpreter without Python.h, made by the stand-in tests' own helper."""
+    helpers = os.path.join(ROOT, 'tests', 'unit', 'standin')
+    sys.path.insert(0, helpers)
+    try:
+        import standin_helpers  # pylint: disable=import-outside-toplevel
+    finally:  # it also puts the stand-in's sources on sys.path: this process keeps the release's sglang only
+        sys.path[:] = [entry for entry in sys.path if entry not in (helpers, STANDIN_SRC)]
+    python = standin_helpers.headerless_interpreter(root)
+    assert python, 'cannot make a header-less copy of %s here' % sys.executable
+    return python
 
 
 @pytest.fixture(scope='module')
@@ -210,9 +225,12 @@ def runs():
                   'kimi_k2': _make_model(os.path.join(tmp, 'kimi'), 'kimi_k2'),
                   'empty': os.path.join(tmp, 'empty')}
         os.mkdir(models['empty'])
+        headerless = _headerless_python(os.path.join(tmp, 'no-headers'))
         with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
             futures = {scenario[0]: pool.submit(_run, models[scenario[1]], scenario[2], scenario[3], scenario[4],
-                                                scenario[5], scenario[6]) for scenario in SCENARIOS}
+                                                scenario[5], scenario[6],
+                                                headerless if scenario[0] == 'python-headers-missing' else sys.executable)
+                       for scenario in SCENARIOS}
             return {name: future.result() for name, future in futures.items()}
 
 
