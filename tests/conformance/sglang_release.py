@@ -32,6 +32,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import types
@@ -88,11 +89,11 @@ def ensure_release():
         raise RuntimeError('expected one sglang-%s wheel in %s, found %r' % (version, target, wheels))
     partial = unpacked + '.partial'
     if os.path.exists(partial):
-        subprocess.run(['rm', '-rf', partial], check=True)
+        shutil.rmtree(partial)
     with zipfile.ZipFile(os.path.join(target, wheels[0])) as wheel:
         wheel.extractall(partial)
     if os.path.exists(unpacked):
-        subprocess.run(['rm', '-rf', unpacked], check=True)
+        shutil.rmtree(unpacked)
     os.rename(partial, unpacked)
     with open(marker, 'w') as handle:
         handle.write(wheels[0] + '\n')
@@ -131,7 +132,7 @@ def package(spec):
     wheels = [name for name in os.listdir(target) if name.endswith('.whl')]
     if len(wheels) != 1:
         raise RuntimeError('expected one wheel for %s in %s, found %r' % (spec, target, wheels))
-    subprocess.run(['rm', '-rf', unpacked], check=True)
+    shutil.rmtree(unpacked, ignore_errors=True)
     with zipfile.ZipFile(os.path.join(target, wheels[0])) as wheel:
         wheel.extractall(unpacked)
     with open(os.path.join(unpacked, '.unpacked'), 'w') as handle:

@@ -1,6 +1,7 @@
 """Every argv the role renders for a shipped inventory, and every SGLang flag the docs and hints name, against the
 real 0.5.23 parser (sglang_release.parse: the release's own ServerArgs.add_cli_args, prog "sglang serve")."""
 
+import concurrent.futures
 import os
 import re
 import shutil
@@ -43,12 +44,12 @@ def _local_inventory(tmp):
 @pytest.fixture(scope='module')
 def rendered():
     """{case: {(host, instance): {'argv': [...], 'command': [...]}}}, rendered by ansible-playbook once per case."""
-    out = {}
     with tempfile.TemporaryDirectory(prefix='conformance-inv-') as tmp:
-        for case, (spec, _expected) in CASES.items():
-            inventories, extra = spec if spec else ([_local_inventory(tmp)], {})
-            out[case] = render_argv.render(inventories, extra)
-    return out
+        local = _local_inventory(tmp)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=len(CASES)) as pool:
+            futures = {case: pool.submit(render_argv.render, *(spec if spec else ([local], {})))
+                       for case, (spec, _expected) in CASES.items()}
+            return {case: future.result() for case, future in futures.items()}
 
 
 @pytest.mark.parametrize('case', sorted(CASES))
@@ -69,7 +70,7 @@ def test_every_rendered_argv_parses_with_the_real_parser(release, rendered, case
 
 
 def test_multinode_ranks_render_as_one_server(rendered):
-    ranks = {host: release_ns(item['argv']) for (host, _), item in rendered['b300-tp16'].items()}
+    ranks = {host: release_ns(item['argv']) for (host, _instance), item in rendered['b300-tp16'].items()}
     assert {host: ns.node_rank for host, ns in ranks.items()} == {'b300-03': 0, 'b300-04': 1}
     assert {ns.nnodes for ns in ranks.values()} == {2} and {ns.tp_size for ns in ranks.values()} == {16}
     assert {ns.dist_init_addr for ns in ranks.values()} == {'198.51.100.30:50000'}

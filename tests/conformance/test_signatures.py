@@ -130,7 +130,7 @@ def render(origin, line, row=None):
 def prefixed(message):
     """A message as journald gets it, one variant per prefix SGLang's logger uses (and bare): the logger prefixes
     only the first line of a record, the others are continuation lines."""
-    first, _, rest = message.partition('\n')
+    first, _newline, rest = message.partition('\n')
     stamp = '2026-05-30 14:39:05'
     return [[prefix % {'asctime': stamp} + first] + (rest.split('\n') if rest else []) for prefix in PREFIXES]
 
@@ -291,7 +291,7 @@ def _gcc_python_h():
         with open(src, 'w') as handle:
             handle.write('#include <Python.h>\nint main(void) { return 0; }\n')
         run = subprocess.run([gcc, '-nostdinc', '-I' + tmp, '-c', src, '-o', tmp + '/cuda_utils.o'],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
     assert run.returncode != 0
     return [line for line in run.stdout.splitlines() if 'fatal error' in line][0]
 
@@ -411,8 +411,8 @@ UNCITED_OK = {
         'overlap mode commits the weights after the capture: a kv_cache line after cuda_graph, and phases only move '
         'forward',
     'speculative/frozen_kv_mtp_worker_v2.py:411': 'the end of a draft capture, inside the cuda_graph phase',
-    'speculative/multi_layer_eagle_draft_extend_cuda_graph_runner.py:641': 'the end of a draft capture, inside the '
-                                                                          'cuda_graph phase',
+    'speculative/multi_layer_eagle_draft_extend_cuda_graph_runner.py:641':
+        'the end of a draft capture, inside the cuda_graph phase',
 }
 
 
