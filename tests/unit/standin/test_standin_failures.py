@@ -205,3 +205,21 @@ def test_http_port_busy_fails_after_the_load(launch, standin_python, model_dir):
                  "kill_process_tree called: parent_pid=%d, include_parent=True" % server.proc.pid):
         position = server.output.index(text, position)
     assert "Application shutdown complete." not in server.output
+
+
+def test_sigterm_while_the_busy_port_warmup_polls_is_swallowed(launch, standin_python, model_dir):
+    """uvicorn's own handler is in place from `Started server process` until the first request (uvicorn/server.py
+    capture_signals); with the bind failed it only sets should_exit: the warmup's polls go on, then the SIGKILL."""
+    busy = socket.socket()
+    try:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        server = launch(standin_python, model_dir, port=busy.getsockname()[1],
+                        env={"SGLANG_STANDIN_PACE": "0.05"})  # 120 polls of >= 0.3 s: time to send the signal
+        server.wait_for(r"INFO:     Waiting for application shutdown\.")
+        server.signal(signal.SIGTERM)
+        assert_killed_tree(server)
+    finally:
+        busy.close()
+    assert "Initialization failed. warmup error: Traceback" in server.output
+    assert "SIGTERM received" not in server.output

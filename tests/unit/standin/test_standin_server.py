@@ -234,6 +234,7 @@ def test_sigterm_drains_in_flight_request(launch, standin_python, model_dir):
     # Without warmup the first client request is the scheduler's first batch, made slow here.
     server = launch(standin_python, model_dir, "--skip-server-warmup", env={"SGLANG_STANDIN_FAULT": "slow_warmup=3"})
     server.wait_ready()
+    server.wait_for(r"Uvicorn running on")  # without warmup the ready line may come before the bind
     result = {}
 
     def ask():

@@ -150,6 +150,8 @@ class Launcher(object):
         self.running_phase = False      # the tokenizer manager's loop handlers are in place
         self.follower_sigterm = None    # node_rank >= 1 after the load
         self.shutdown_ready = False     # node_rank >= 1: its schedulers are ready (serving)
+        self.uvicorn_serving = False    # uvicorn's signal handlers are in place
+        self.should_exit = False
         self.local_ranks = max(1, args.tp_size // max(1, args.nnodes))
 
     # ---- failure paths --------------------------------------------------------------------------------------
@@ -185,9 +187,32 @@ class Launcher(object):
             self.follower_sigterm()
         elif self.running_phase:
             self.on_sigterm()
+        elif self.uvicorn_serving:
+            self.uvicorn_exit()
         else:  # no handler yet: the default action, the process ends by SIGTERM (systemd: 15/TERM)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTERM)
+
+    def uvicorn_exit(self):
+        """uvicorn's own handler (0.54 server.py capture_signals/handle_exit), in place from `Started server process`
+        until the first request replaces it: should_exit, then (if bound) `Shutting down` and the listener closed
+        (server.py:282-287) and the lifespan shutdown, which joins the warmup thread (http_server.py:464-468). That
+        thread's polls then fail: its error and kill_process_tree (9/KILL). Not bound (busy port): nothing more."""
+        if self.should_exit:
+            return
+        self.should_exit = True
+        if self.httpd is None:
+            return
+
+        def shutdown():
+            self.log.uvicorn("Shutting down")
+            self.httpd.shutdown()
+            self.httpd.server_close()
+            self.log.uvicorn("Waiting for application shutdown.")
+
+        thread = threading.Thread(target=shutdown, name="uvicorn-shutdown")
+        thread.daemon = True
+        thread.start()
 
     def dispatch_sigquit(self, signum, frame):
         if self.running_phase:
@@ -477,6 +502,7 @@ class Launcher(object):
         self.watchdog.start()  # after wait_for_ready (engine.py:1358-1368)
         # uvicorn (0.54 server.py:100-113, lifespan/on.py:48-62): the lifespan starts the warmup thread
         # (entrypoints/http_server.py:449-454) before the socket is bound.
+        self.uvicorn_serving = True  # Server.serve enters capture_signals first (uvicorn/server.py:87-89)
         self.log.uvicorn("Started server process [%d]" % os.getpid())
         self.log.uvicorn("Waiting for application startup.")
         warmup = threading.Thread(target=self.warmup, name="warmup")
@@ -485,7 +511,7 @@ class Launcher(object):
         self.log.uvicorn("Application startup complete.")
         handler = type("Handler", (Handler,), {"launcher": self})
         try:
-            self.httpd = ThreadingHTTPServer((self.args.host, self.args.port), handler)
+            httpd = ThreadingHTTPServer((self.args.host, self.args.port), handler)
         except OSError as err:
             # uvicorn server.py:189-192: log, lifespan shutdown (which joins the warmup thread: 120 polls of
             # /model_info, then its `Initialization failed. warmup error:` and kill_process_tree), sys.exit(1).
@@ -496,7 +522,8 @@ class Launcher(object):
             warmup.join()
             self.log.uvicorn("Application shutdown complete.")
             sys.exit(1)
-        self.httpd.daemon_threads = True
+        httpd.daemon_threads = True
+        self.httpd = httpd
         logfmt.event("http_bound", phase="http", port=self.args.port)
         self.log.uvicorn("Uvicorn running on http://%s:%d (Press CTRL+C to quit)" % (self.args.host, self.args.port))
         server_thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2}, name="http")
@@ -545,6 +572,7 @@ class Launcher(object):
         warmup error: TRACEBACK`, kill_process_tree (status=9/KILL)."""
         if self.args.skip_server_warmup:
             self.status = UP
+            self.freeze_gc()
             self.become_ready()
             return
         last = None
@@ -577,8 +605,18 @@ class Launcher(object):
             self.log.error(signatures.warmup_error() % {"port": self.args.port})
             self.die("warmup_error")
         self.status = UP
-        self.request_self("POST", "/freeze_gc")  # _freeze_gc_after_server_warmup (http_server.py:2551-2569)
+        self.freeze_gc()
         self.become_ready()
+
+    def freeze_gc(self):
+        """_freeze_gc_after_server_warmup (0.5.23 http_server.py:2551-2569): POST /freeze_gc, timeout 10 s; a failure
+        (e.g. not bound yet when the warmup is skipped) is only a warning."""
+        try:
+            self.request_self("POST", "/freeze_gc", timeout=10)
+        except OSError as err:
+            self.log.warning("post-warmup freeze_gc failed\n" + signatures.traceback_text(
+                [signatures.sg("entrypoints/http_server.py", 2561, "_freeze_gc_after_server_warmup", "res = requests.post(")],
+                "requests.exceptions.ConnectionError: %s" % err))
 
     def become_ready(self):
         # The event first: whoever sees the server answer as ready finds it already recorded (benchmarks measure
