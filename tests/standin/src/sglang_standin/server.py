@@ -23,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from sglang_standin import SGLANG_VERSION, faults as faults_mod, flags, generation, logfmt, model_dir, signatures
 from sglang_standin.scheduler import GPUS
-from sglang.srt.server_args import prepare_server_args
+from sglang.srt import server_args as server_args_module
 
 DEFAULT_PHASE_SECONDS = {"init": 20.0, "weights": 300.0, "kv_cache": 5.0, "cuda_graph": 60.0, "warmup": 5.0}
 UNGUARDED_PREFIXES = ("/health", "/ready", "/metrics")  # never need the api key
@@ -929,7 +929,8 @@ POST_ROUTES = {"/freeze_gc": "freeze_gc", "/generate": "native_generate", "/v1/c
 
 def main(argv):
     """`sglang serve ARGV` / `python -m sglang.launch_server ARGV` (0.5.23 launch_server.py:75-86)."""
-    args = flags.resolve(prepare_server_args(argv))  # exits 2 on bad flags, prog `sglang serve` (server_args.py:679)
+    # looked up at call time, as launch_server.py's import is: a launcher may wrap it (the role's key shim does)
+    args = flags.resolve(server_args_module.prepare_server_args(argv))  # exit 2 on bad flags (server_args.py:679)
     log = logfmt.Logger("")
     # Resolution errors are uncaught in the main process: launch_server.py's `finally` (0.5.23
     # sglang/launch_server.py:83-86) logs its kill_process_tree, then Python prints the traceback, exit 1.
