@@ -514,15 +514,19 @@ class Launcher(object):
         try:
             httpd = ThreadingHTTPServer((self.args.host, self.args.port), handler)
         except OSError as err:
-            # uvicorn server.py:189-192: log, lifespan shutdown (which joins the warmup thread: 120 polls of
-            # /model_info, then its `Initialization failed. warmup error:` and kill_process_tree), sys.exit(1).
+            # uvicorn server.py:189-192: log, lifespan shutdown, which joins the warmup thread (http_server.py:464-468):
+            # its 120 polls of /model_info on the port, then `Initialization failed. warmup error:` and
+            # kill_process_tree (9/KILL). If whoever holds the port answers /model_info 200, the warmup goes on
+            # against it and may even log the ready line; then uvicorn's sys.exit(STARTUP_FAILURE) (config.py:81:
+            # 3) ends launch_server through its `finally` kill_process_tree(include_parent=False): exit 3.
             self.log.uvicorn_error("[Errno %d] error while attempting to bind on address (%r, %d): %s"
                                    % (err.errno, self.args.host, self.args.port, (err.strerror or "").lower()))
             logfmt.event("crash", phase="http", cause="http_bind")
             self.log.uvicorn("Waiting for application shutdown.")
             warmup.join()
             self.log.uvicorn("Application shutdown complete.")
-            sys.exit(1)
+            kill_process_tree(self.log, self.children, include_parent=False)
+            os._exit(3)
         httpd.daemon_threads = True
         self.httpd = httpd
         logfmt.event("http_bound", phase="http", port=self.args.port)
