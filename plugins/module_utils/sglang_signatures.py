@@ -51,23 +51,40 @@ PHASES = (
           'Weight loading is bound by disk or network speed: check the model directory is local and readable, '
           'and raise stall_timeout for very large checkpoints on slow storage.',
           (Source('model_executor/model_runner.py', 1274,
-                  'Load weight begin. avail mem={get_available_gpu_memory(self.device, self.gpu_id):.2f} GB'),)),
+                  'Load weight begin. avail mem={get_available_gpu_memory(self.device, self.gpu_id):.2f} GB'),
+           Source('model_loader/weight_utils.py', 1166, 'desc="Loading safetensors checkpoint shards",'))),
     Phase('kv_cache', 'allocating KV cache',
           re.compile(r'(?i)load weights? end|KV Cache is allocated|Memory pool end'),
           'KV cache allocation should take seconds: look for memory errors on the GPUs (nvidia-smi, dmesg).',
           (Source('model_executor/model_runner.py', 1373, 'Load weight end. '),
+           Source('mem_cache/memory_pool.py', 2088, "{cache_name} {'VA upper bound' if self.post_capture_active else "
+                  "'is allocated'}. dtype: {self.dtype}, "),
            Source('mem_cache/memory_pool.py', 2096, "{cache_name} {'VA upper bound' if self.post_capture_active else "
                   "'is allocated'}. dtype: {self.dtype}, "),
            Source('mem_cache/kv_cache_configurator.py', 499, 'Memory pool end. '))),
+    # Only the capture's own begin/end lines: start-up warnings that merely mention CUDA graphs or DeepGEMM JIT
+    # (arg_groups/cuda_graph_hook.py:299 "Disabling prefill CUDA graph ... a captured prefill graph" for DeepSeek-V3
+    # on trtllm_mla, arg_groups/serving_hook.py:486) come before init and must not skip the phases in between.
     Phase('cuda_graph', 'capturing CUDA graphs',
-          re.compile(r'(?i)captur\w*\b.*cuda graph|DeepGEMM JIT|Capturing batches'),
+          re.compile(r'(?i)\bcapture\b[^.]*\bgraph (?:begin|end)\b|Capturing batches|DeepGEMM JIT (?:Pre-Compile|Compiling)'),
           'DeepGEMM/Triton JIT and CUDA graph capture can take 10-20 minutes on a cold cache: persist '
           '~/.cache/deep_gemm and ~/.triton across restarts, or raise stall_timeout.',
           (Source('model_executor/model_runner_components/cuda_graph_setup.py', 759,
                   'Capture {capture_name} {graph_backend[model_runner.device]} begin. '),
+           Source('model_executor/model_runner_components/cuda_graph_setup.py', 788,
+                  'Capture {capture_name} {graph_backend[model_runner.device]} end. '),
            Source('model_executor/model_runner_components/cuda_graph_setup.py', 685,
                   'Capture {capture_name} CUDA graph begin. '),
+           Source('model_executor/model_runner_components/cuda_graph_setup.py', 696,
+                  'Capture {capture_name} CUDA graph end. '),
+           Source('speculative/eagle_worker_v2.py', 515, 'Capture draft decode CUDA graph begin. backend={decode_backend}, '),
+           Source('speculative/eagle_worker_v2.py', 634, 'Capture draft extend CUDA graph begin. backend={decode_backend}, '),
+           Source('speculative/multi_layer_eagle_draft_extend_cuda_graph_runner.py', 632,
+                  'Capture draft extend CUDA graph begin. step={step}, '),
+           Source('speculative/frozen_kv_mtp_worker_v2.py', 396, 'Capture Frozen-KV MTP draft cuda graph begin.'),
+           Source('speculative/uno_worker_v2.py', 166, 'Capture UNO tree draft CUDA graph begin. '),
            Source('layers/deep_gemm_wrapper/compile_utils.py', 170, 'Entering DeepGEMM JIT Pre-Compile session. '),
+           Source('layers/deep_gemm_wrapper/compile_utils.py', 180, 'Try DeepGEMM JIT Compiling for '),
            Source('model_executor/runner/decode_cuda_graph_runner.py', 1343,
                   'Capturing batches ({bs=} {avail_mem=:.2f} GB)'))),
     Phase('http_up', 'starting HTTP server',
@@ -76,7 +93,8 @@ PHASES = (
           (Source('uvicorn==0.54.0:uvicorn/server.py', 101, 'Started server process [%d]'),
            Source('uvicorn==0.54.0:uvicorn/lifespan/on.py', 48, 'Waiting for application startup.'),
            Source('uvicorn==0.54.0:uvicorn/lifespan/on.py', 62, 'Application startup complete.'),
-           Source('uvicorn==0.54.0:uvicorn/server.py', 232, 'Uvicorn running on {addr_format} (Press CTRL+C to quit)'))),
+           Source('uvicorn==0.54.0:uvicorn/server.py', 232, 'Uvicorn running on {addr_format} (Press CTRL+C to quit)'),
+           Source('entrypoints/http_server.py', 3072, 'f"Uvicorn running on {config.host}:{config.port} "'))),
     # The warmup thread polls GET /model_info every second, 120 times (entrypoints/http_server.py:2370-2379), then
     # sends one request; uvicorn's access log shows both.
     Phase('warmup', 'warming up',
@@ -189,21 +207,31 @@ FATAL_SIGNATURES = (
               False,
               (Source('model_executor/pool_configurator.py', 96, 'Not enough memory. Please try to increase --mem-fraction-static.'),)),
     Signature('cuda_oom',
-              re.compile(r'CUDA out of memory|OutOfMemoryError'),
+              re.compile(r'CUDA out of memory|OutOfMemoryError|CUDA error: out of memory'),
               'The GPUs ran out of memory: lower --mem-fraction-static (leaves room for activations and CUDA graphs) or '
               'lower the CUDA graph batch size (--cuda-graph-max-bs-decode).',
               False,
               (Source('torch (c10/cuda/CUDACachingAllocator.cpp)', None,
-                      'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate %s. GPU %d has a total capacity of %s'),)),
+                      'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate %s. GPU %d has a total capacity of %s'),
+               Source('CUDA runtime (cudaErrorMemoryAllocation, via torch: e.g. inside a graph capture)', None,
+                      'RuntimeError: CUDA error: out of memory'))),
     Signature('cuda_graph_failed',
-              re.compile(r'(?i)Capture (?:prefill )?cuda graph failed'),
+              re.compile(r'(?i)Capture [\w -]*?cuda graph failed'),
               'CUDA graph capture failed (usually memory): lower --mem-fraction-static or the CUDA graph batch size '
               '(--cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill), or run once with '
               '--cuda-graph-backend-decode=disabled to confirm.',
               False,
               (Source('model_executor/runner/decode_cuda_graph_runner.py', 603,
                       'f"Capture cuda graph failed: {e}\\n{CUDA_GRAPH_CAPTURE_FAILED_MSG}"'),
-               Source('model_executor/runner/prefill_cuda_graph_runner.py', 521, 'f"Capture prefill CUDA graph failed: {e}\\n"'))),
+               Source('model_executor/runner/prefill_cuda_graph_runner.py', 521, 'f"Capture prefill CUDA graph failed: {e}\\n"'),
+               Source('speculative/eagle_draft_cuda_graph_runner.py', 297,
+                      'f"Capture cuda graph failed: {e}\\n{CUDA_GRAPH_CAPTURE_FAILED_MSG}"'),
+               Source('speculative/eagle_draft_extend_cuda_graph_runner.py', 306,
+                      'f"Capture cuda graph failed: {e}\\n{CUDA_GRAPH_CAPTURE_FAILED_MSG}"'),
+               Source('speculative/multi_layer_eagle_draft_extend_cuda_graph_runner.py', 227,
+                      'f"Capture cuda graph failed: {e}\\n{CUDA_GRAPH_CAPTURE_FAILED_MSG}"'),
+               Source('speculative/frozen_kv_mtp_cuda_graph_runner.py', 198,
+                      'f"Capture frozen-KV MTP cuda graph failed: {e}\\n"'))),
     # Before warmup_failed: with the HTTP port taken, uvicorn fails at once and the warmup thread, polling a port
     # that never served, logs "Initialization failed. warmup error" ~2 minutes later: the port is the cause.
     Signature('http_port_in_use',
@@ -233,7 +261,8 @@ FATAL_SIGNATURES = (
               'NCCL failed: check the NCCL_* environment (on PCIe-only boxes NCCL_P2P_LEVEL / --enable-p2p-check / '
               'NCCL_P2P_DISABLE=1), NCCL_SOCKET_IFNAME and NCCL_IB_DISABLE.',
               False,
-              (Source('NCCL (debug.cc, NCCL_DEBUG=WARN)', None, '%s:%d:%d [%d] NCCL WARN %s'),
+              (Source('distributed/device_communicators/pynccl_wrapper.py', 474, 'raise RuntimeError(f"NCCL error: {error_str}")'),
+               Source('NCCL (debug.cc, NCCL_DEBUG=WARN)', None, '%s:%d:%d [%d] NCCL WARN %s'),
                Source('torch (ProcessGroupNCCL.cpp)', None,
                       '[Rank %d] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=%d, OpType=ALLREDUCE, ...)'),
                Source('torch (distributed, NCCL result)', None,

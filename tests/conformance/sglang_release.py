@@ -15,6 +15,7 @@ API, for the conformance tests and the stand-in's flag-table generator:
   source(path)     lines of a file of the release, path relative to sglang/srt/ ("entrypoints/engine.py")
   release_file(p)  absolute path of a file of the unpacked release, relative to the wheel root ("sglang/...")
   requires()       the wheel's Requires-Dist lines (for pins such as compressed-tensors)
+  messages()       every literal message the release logs or raises (file, line, kind, template), cached
   package_source(spec, path)  lines of a file of another wheel the table cites ('uvicorn==0.54.0'), fetched once
 
 Run as a script to print flag_table() as JSON: `.venv/bin/python tests/conformance/sglang_release.py flags`.
@@ -50,6 +51,7 @@ ABSENT = {'torch': frozenset(('npu', 'musa', 'hpu', 'mlu'))}
 VERSIONS = {'torch': '2.14.1'}  # the torch pin of the wheel; utils/common.py:120 parses torch.__version__
 
 Parsed = namedtuple('Parsed', 'ok error exit_code namespace')
+PLACEHOLDER = '\x00'  # an f-string placeholder in messages() templates
 
 
 def release():
@@ -141,6 +143,58 @@ def package_source(spec, path):
     """Lines of `path` (relative to the wheel root) in the wheel of `spec`."""
     with open(os.path.join(package(spec), path), encoding='utf-8') as handle:
         return handle.read().split('\n')
+
+
+def _template(node):
+    """A string expression as a template: f-string placeholders become PLACEHOLDER, constants stay (None: not a
+    string)."""
+    import ast  # pylint: disable=import-outside-toplevel
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return ''.join(value.value if isinstance(value, ast.Constant) else PLACEHOLDER for value in node.values)
+    return None
+
+
+def messages():
+    """Every message the release's own code logs or raises with a literal text, as dicts {file (under sglang/srt/),
+    line, end_line, kind ('logger.warning', 'raise ValueError', ...), template (PLACEHOLDER for each f-string
+    placeholder, %-placeholders as written)}. Parsing 2000 files takes a while: cached next to the unpacked wheel."""
+    import ast  # pylint: disable=import-outside-toplevel
+    cache = os.path.join(_wheel_dir(), 'messages-v1.json')  # bump when this function changes
+    if os.path.exists(cache):
+        with open(cache) as handle:
+            return json.load(handle)
+    root = os.path.join(ensure_release(), 'sglang', 'srt')
+    found = []
+    for dirpath, dirnames, files in os.walk(root):
+        dirnames.sort()
+        for name in sorted(files):
+            if not name.endswith('.py'):
+                continue
+            path = os.path.join(dirpath, name)
+            with open(path, encoding='utf-8') as handle:
+                text = handle.read()
+            if 'logger' not in text and 'raise' not in text:
+                continue
+            for node in ast.walk(ast.parse(text)):
+                call, kind = None, None
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args and \
+                        node.func.attr in ('debug', 'info', 'warning', 'error', 'exception', 'critical',
+                                           'info_once', 'warning_once') and 'log' in ast.unparse(node.func.value):
+                    call, kind = node, 'logger.' + node.func.attr
+                elif isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
+                    call, kind = node.exc, 'raise ' + ast.unparse(node.exc.func)
+                if call is None:
+                    continue
+                template = _template(call.args[0])
+                if template is not None:
+                    found.append({'file': os.path.relpath(path, root), 'line': call.args[0].lineno,
+                                  'end_line': call.args[0].end_lineno, 'kind': kind, 'template': template})
+    with open(cache + '.tmp', 'w') as handle:
+        json.dump(found, handle)
+    os.rename(cache + '.tmp', cache)
+    return found
 
 
 # ---- inert stand-ins for the heavy imports -------------------------------------------------------------------------

@@ -40,7 +40,7 @@ SAMPLES = {
     'capture_name': 'target decode',
     'graph_backend[model_runner.device]': 'CUDA graph',
     'iter_msg': '',
-    'e': 'CUDA error: out of memory',
+    'e': 'CUDA error: an illegal memory access was encountered',
     'rank': '3',
     'proc.exitcode': '1',
     'proc.pid': '48133',
@@ -401,3 +401,55 @@ def test_the_other_wheels_cited_are_what_the_release_pins(release):
     for spec in specs:
         name, version = spec.split('==')
         assert pins[name].specifier.contains(version), '%s: sglang %s requires %s' % (spec, release.release(), pins[name])
+
+
+# ---- nothing else of the release matches ------------------------------------------------------------------------
+
+# Messages of the release that match a row without being cited by it, each with why that is right.
+UNCITED_OK = {
+    'model_executor/model_runner_components/startup_weight_load.py:538':
+        'overlap mode commits the weights after the capture: a kv_cache line after cuda_graph, and phases only move '
+        'forward',
+    'speculative/frozen_kv_mtp_worker_v2.py:411': 'the end of a draft capture, inside the cuda_graph phase',
+    'speculative/multi_layer_eagle_draft_extend_cuda_graph_runner.py:641': 'the end of a draft capture, inside the '
+                                                                          'cuda_graph phase',
+}
+
+
+def _message_lines(message):
+    template = message['template']
+    text = template.replace(sglang_release.PLACEHOLDER, 'X') if sglang_release.PLACEHOLDER in template else \
+        _percent(template)
+    if message['kind'].startswith('raise '):
+        text = message['kind'].split(' ', 1)[1].split('.')[-1] + ': ' + text
+    return text.split('\n')
+
+
+def _citations():
+    cited = {}
+    for kind, name, row in _rows():
+        for source in row.sources:
+            if SGLANG_FILE.match(source.origin):
+                cited.setdefault(source.origin, []).append((source.line, kind, name))
+    return cited
+
+
+def test_no_other_line_of_the_release_matches_a_row(release):
+    """Every literal message SGLang logs or raises that a phase or signature matches is one that row cites: a line
+    the table would misread (a start-up warning that jumps the phase, a benign line called fatal) fails here, and so
+    does a new release's line that a row now matches by accident."""
+    cited = _citations()
+    wrong = []
+    for message in release.messages():
+        for line in _message_lines(message):
+            phase = table.match_phase(line)
+            sig, _match = table.match_fatal(line)
+            for kind, name in (('phase', phase and phase.name), ('signature', sig and sig.name)):
+                if not name:
+                    continue
+                rows = {(k, n) for at, k, n in cited.get(message['file'], ())
+                        if message['line'] <= at <= message['end_line']}
+                where = '%s:%d' % (message['file'], message['line'])
+                if (kind, name) not in rows and where not in UNCITED_OK:
+                    wrong.append('%s %s (%s) matches %s %s' % (where, message['kind'], line[:100], kind, name))
+    assert wrong == [], "\n".join(wrong)

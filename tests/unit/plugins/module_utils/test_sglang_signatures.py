@@ -247,3 +247,30 @@ def test_hints_name_no_ambiguous_or_deprecated_flag():
     for row in list(sig.FATAL_SIGNATURES) + list(sig.PHASES):
         text = getattr(row, 'hint', None) or getattr(row, 'stall_hint', '')
         assert not re.search(r'--cuda-graph-max-bs(?![-\w])|--disable-cuda-graph|--tp(?![-\w])', text), row.name
+
+
+# Start-up warnings (printed by the main process before distributed init) that only mention CUDA graphs or DeepGEMM:
+# they must not open the cuda_graph phase, which would hide init, weights and kv_cache and their stall hints.
+NOT_A_PHASE_0523 = [
+    # arg_groups/cuda_graph_hook.py:299, DeepSeek-V3 architecture on the trtllm_mla backend (inventories/b300)
+    '[2026-05-30 14:36:03] Disabling prefill CUDA graph (breakable) by default for the DeepSeek-V3 arch on the trtllm_mla '
+    'attention backend (a captured prefill graph forces a FlashAttention fallback that regresses prefill). Set the '
+    'prefill cuda graph backend explicitly (e.g. --cuda-graph-backend-prefill breakable) to override.',
+    # arg_groups/serving_hook.py:486
+    '[2026-05-30 14:36:03] Disabling SGLANG_OPT_FP8_WO_A_GEMM: requires DeepGEMM JIT and a compatible sm100/sm120 '
+    'build, or explicit opt-in on sm90; detected sm103.',
+]
+
+
+@pytest.mark.parametrize('line', NOT_A_PHASE_0523)
+def test_startup_warnings_open_no_phase(line):
+    assert sig.match_phase(line) is None
+    assert sig.match_fatal(line) == (None, None)
+
+
+def test_every_capture_failure_is_cuda_graph_failed():
+    # speculative/frozen_kv_mtp_cuda_graph_runner.py:198
+    found, _match = sig.match_fatal('Exception: Capture frozen-KV MTP cuda graph failed: CUDA error: out of memory')
+    assert found.name == 'cuda_oom'  # the memory error in it outranks the capture
+    found, _match = sig.match_fatal('Exception: Capture frozen-KV MTP cuda graph failed: illegal memory access')
+    assert found.name == 'cuda_graph_failed'
