@@ -205,3 +205,39 @@ def test_http_port_busy_fails_after_the_load(launch, standin_python, model_dir):
                  "kill_process_tree called: parent_pid=%d, include_parent=True" % server.proc.pid):
         position = server.output.index(text, position)
     assert "Application shutdown complete." not in server.output
+
+
+def test_sigterm_while_the_busy_port_warmup_polls_is_swallowed(launch, standin_python, model_dir):
+    """uvicorn's own handler is in place from `Started server process` until the first request (uvicorn/server.py
+    capture_signals); with the bind failed it only sets should_exit: the warmup's polls go on, then the SIGKILL."""
+    busy = socket.socket()
+    try:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        server = launch(standin_python, model_dir, port=busy.getsockname()[1],
+                        env={"SGLANG_STANDIN_PACE": "0.05"})  # 120 polls of >= 0.3 s: time to send the signal
+        server.wait_for(r"INFO:     Waiting for application shutdown\.")
+        server.signal(signal.SIGTERM)
+        assert_killed_tree(server)
+    finally:
+        busy.close()
+    assert "Initialization failed. warmup error: Traceback" in server.output
+    assert "SIGTERM received" not in server.output
+
+
+def test_http_port_held_by_another_sglang_warms_up_against_it_and_exits_3(launch, standin_python, model_dir):
+    """The warmup polls --host:--port whoever holds it (0.5.23 http_server.py:2363-2376): another SGLang answers, so
+    the unit that could not bind logs the ready line, then uvicorn's sys.exit(3) (uvicorn/config.py:81) ends it."""
+    old = launch(standin_python, model_dir)
+    old.wait_ready()
+    clash = launch(standin_python, model_dir, port=old.port)
+    assert clash.wait_exit() == 3
+    position = 0
+    for text in ("ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', %d): address already "
+                 "in use" % old.port, "INFO:     Waiting for application shutdown.",
+                 "] The server is fired up and ready to roll!", "INFO:     Application shutdown complete.",
+                 "kill_process_tree called: parent_pid=%d, include_parent=False" % clash.proc.pid):
+        position = clash.output.index(text, position)
+    assert "Initialization failed" not in clash.output
+    assert clash.wait_no_descendants() == []
+    assert old.request("GET", "/health")[0] == 200 and old.output.count('"POST /generate HTTP/1.1" 200') == 2

@@ -234,6 +234,7 @@ def test_sigterm_drains_in_flight_request(launch, standin_python, model_dir):
     # Without warmup the first client request is the scheduler's first batch, made slow here.
     server = launch(standin_python, model_dir, "--skip-server-warmup", env={"SGLANG_STANDIN_FAULT": "slow_warmup=3"})
     server.wait_ready()
+    server.wait_for(r"Uvicorn running on")  # without warmup the ready line may come before the bind
     result = {}
 
     def ask():
@@ -351,3 +352,25 @@ def test_sigterm_to_the_whole_cgroup(launch, standin_python, model_dir):
     else:
         assert code == 0 and "Gracefully exiting... Remaining number of requests 0." in server.output
     assert server.wait_no_descendants() == []
+
+
+def test_a_launcher_can_wrap_prepare_server_args(launch, standin_python, model_dir, tmp_path):
+    """launch_server.py imports prepare_server_args when it runs (0.5.23 sglang/launch_server.py:10,81), so a
+    wrapper that replaces it in sglang.srt.server_args first (as the role's key shim does) is the one called."""
+    wrapper = tmp_path / "wrap.py"
+    wrapper.write_text(
+        "import runpy, sys\n"
+        "from sglang.srt import server_args as module\n"
+        "original = module.prepare_server_args\n"
+        "def prepare_server_args(argv):\n"
+        "    args = original(argv)\n"
+        "    args.api_key = 'sk-from-wrapper'\n"
+        "    return args\n"
+        "module.prepare_server_args = prepare_server_args\n"
+        "sys.argv = sys.argv[1:]\n"
+        "runpy.run_module(sys.argv[0], run_name='__main__', alter_sys=True)\n")
+    server = launch(standin_python, model_dir, entry=(str(wrapper), "sglang.launch_server"))
+    server.wait_ready()  # the warmup sends the wrapper's key
+    assert server.request("GET", "/v1/models")[0] == 401
+    info = server.request("GET", "/server_info", headers={"Authorization": "Bearer sk-from-wrapper"})[1]
+    assert info["api_key"] == "sk-from-wrapper" and "--api-key" not in info["launch_command"]

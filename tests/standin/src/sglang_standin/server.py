@@ -23,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from sglang_standin import SGLANG_VERSION, faults as faults_mod, flags, generation, logfmt, model_dir, signatures
 from sglang_standin.scheduler import GPUS
-from sglang.srt.server_args import prepare_server_args
+from sglang.srt import server_args as server_args_module
 
 DEFAULT_PHASE_SECONDS = {"init": 20.0, "weights": 300.0, "kv_cache": 5.0, "cuda_graph": 60.0, "warmup": 5.0}
 UNGUARDED_PREFIXES = ("/health", "/ready", "/metrics")  # never need the api key
@@ -150,6 +150,8 @@ class Launcher(object):
         self.running_phase = False      # the tokenizer manager's loop handlers are in place
         self.follower_sigterm = None    # node_rank >= 1 after the load
         self.shutdown_ready = False     # node_rank >= 1: its schedulers are ready (serving)
+        self.uvicorn_serving = False    # uvicorn's signal handlers are in place
+        self.should_exit = False
         self.local_ranks = max(1, args.tp_size // max(1, args.nnodes))
 
     # ---- failure paths --------------------------------------------------------------------------------------
@@ -185,9 +187,32 @@ class Launcher(object):
             self.follower_sigterm()
         elif self.running_phase:
             self.on_sigterm()
+        elif self.uvicorn_serving:
+            self.uvicorn_exit()
         else:  # no handler yet: the default action, the process ends by SIGTERM (systemd: 15/TERM)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTERM)
+
+    def uvicorn_exit(self):
+        """uvicorn's own handler (0.54 server.py capture_signals/handle_exit), in place from `Started server process`
+        until the first request replaces it: should_exit, then (if bound) `Shutting down` and the listener closed
+        (server.py:282-287) and the lifespan shutdown, which joins the warmup thread (http_server.py:464-468). That
+        thread's polls then fail: its error and kill_process_tree (9/KILL). Not bound (busy port): nothing more."""
+        if self.should_exit:
+            return
+        self.should_exit = True
+        if self.httpd is None:
+            return
+
+        def shutdown():
+            self.log.uvicorn("Shutting down")
+            self.httpd.shutdown()
+            self.httpd.server_close()
+            self.log.uvicorn("Waiting for application shutdown.")
+
+        thread = threading.Thread(target=shutdown, name="uvicorn-shutdown")
+        thread.daemon = True
+        thread.start()
 
     def dispatch_sigquit(self, signum, frame):
         if self.running_phase:
@@ -258,8 +283,9 @@ class Launcher(object):
         if self.faults.crash_in("init") == "port_in_use":
             self.port_in_use()
         # 0.5.23 entrypoints/engine.py:1185 (after PortArgs.init_new, before the schedulers start), on every node:
-        # the resolved fields with only the watermark ones redacted, so `'api_key': 'KEY'` is in the journal.
-        self.log.info("server_args=%s" % (flags.resolved_dict(self.args),))
+        # the resolved fields with only the watermark ones redacted, so `'api_key': 'KEY'` is in the journal. Read
+        # through ServerArgs.resolved_dict() as the release does (engine.py:173-174), not a copy of it.
+        self.log.info("server_args=%s" % (self.args.resolved_dict(),))
         self.spawn_schedulers()
         self.wait_for_schedulers()
         if self.args.node_rank > 0:
@@ -477,6 +503,7 @@ class Launcher(object):
         self.watchdog.start()  # after wait_for_ready (engine.py:1358-1368)
         # uvicorn (0.54 server.py:100-113, lifespan/on.py:48-62): the lifespan starts the warmup thread
         # (entrypoints/http_server.py:449-454) before the socket is bound.
+        self.uvicorn_serving = True  # Server.serve enters capture_signals first (uvicorn/server.py:87-89)
         self.log.uvicorn("Started server process [%d]" % os.getpid())
         self.log.uvicorn("Waiting for application startup.")
         warmup = threading.Thread(target=self.warmup, name="warmup")
@@ -485,18 +512,23 @@ class Launcher(object):
         self.log.uvicorn("Application startup complete.")
         handler = type("Handler", (Handler,), {"launcher": self})
         try:
-            self.httpd = ThreadingHTTPServer((self.args.host, self.args.port), handler)
+            httpd = ThreadingHTTPServer((self.args.host, self.args.port), handler)
         except OSError as err:
-            # uvicorn server.py:189-192: log, lifespan shutdown (which joins the warmup thread: 120 polls of
-            # /model_info, then its `Initialization failed. warmup error:` and kill_process_tree), sys.exit(1).
+            # uvicorn server.py:189-192: log, lifespan shutdown, which joins the warmup thread (http_server.py:464-468):
+            # its 120 polls of /model_info on the port, then `Initialization failed. warmup error:` and
+            # kill_process_tree (9/KILL). If whoever holds the port answers /model_info 200, the warmup goes on
+            # against it and may even log the ready line; then uvicorn's sys.exit(STARTUP_FAILURE) (config.py:81:
+            # 3) ends launch_server through its `finally` kill_process_tree(include_parent=False): exit 3.
             self.log.uvicorn_error("[Errno %d] error while attempting to bind on address (%r, %d): %s"
                                    % (err.errno, self.args.host, self.args.port, (err.strerror or "").lower()))
             logfmt.event("crash", phase="http", cause="http_bind")
             self.log.uvicorn("Waiting for application shutdown.")
             warmup.join()
             self.log.uvicorn("Application shutdown complete.")
-            sys.exit(1)
-        self.httpd.daemon_threads = True
+            kill_process_tree(self.log, self.children, include_parent=False)
+            os._exit(3)
+        httpd.daemon_threads = True
+        self.httpd = httpd
         logfmt.event("http_bound", phase="http", port=self.args.port)
         self.log.uvicorn("Uvicorn running on http://%s:%d (Press CTRL+C to quit)" % (self.args.host, self.args.port))
         server_thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2}, name="http")
@@ -545,6 +577,7 @@ class Launcher(object):
         warmup error: TRACEBACK`, kill_process_tree (status=9/KILL)."""
         if self.args.skip_server_warmup:
             self.status = UP
+            self.freeze_gc()
             self.become_ready()
             return
         last = None
@@ -577,8 +610,18 @@ class Launcher(object):
             self.log.error(signatures.warmup_error() % {"port": self.args.port})
             self.die("warmup_error")
         self.status = UP
-        self.request_self("POST", "/freeze_gc")  # _freeze_gc_after_server_warmup (http_server.py:2551-2569)
+        self.freeze_gc()
         self.become_ready()
+
+    def freeze_gc(self):
+        """_freeze_gc_after_server_warmup (0.5.23 http_server.py:2551-2569): POST /freeze_gc, timeout 10 s; a failure
+        (e.g. not bound yet when the warmup is skipped) is only a warning."""
+        try:
+            self.request_self("POST", "/freeze_gc", timeout=10)
+        except OSError as err:
+            self.log.warning("post-warmup freeze_gc failed\n" + signatures.traceback_text(
+                [signatures.sg("entrypoints/http_server.py", 2561, "_freeze_gc_after_server_warmup", "res = requests.post(")],
+                "requests.exceptions.ConnectionError: %s" % err))
 
     def become_ready(self):
         # The event first: whoever sees the server answer as ready finds it already recorded (benchmarks measure
@@ -747,7 +790,7 @@ class Handler(BaseHTTPRequestHandler):
         # 0.5.23 entrypoints/http_server.py:863-891 + utils/common.py:3583-3593 (build_server_info): the resolved
         # fields (api_key included), `launch_command` (argv joined, `--api-key KEY` in it), the scheduler info.
         launcher = self.launcher
-        info = flags.resolved_dict(launcher.args)
+        info = launcher.args.resolved_dict()   # utils/common.py:3589: server_args.resolved_dict()
         info["launch_command"] = launcher.args.launch_command
         info.update({key: value for key, value in launcher.scheduler_info.items() if key != "type"})
         info["kv_events"] = None
@@ -890,7 +933,8 @@ POST_ROUTES = {"/freeze_gc": "freeze_gc", "/generate": "native_generate", "/v1/c
 
 def main(argv):
     """`sglang serve ARGV` / `python -m sglang.launch_server ARGV` (0.5.23 launch_server.py:75-86)."""
-    args = flags.resolve(prepare_server_args(argv))  # exits 2 on bad flags, prog `sglang serve` (server_args.py:679)
+    # looked up at call time, as launch_server.py's import is: a launcher may wrap it (the role's key shim does)
+    args = flags.resolve(server_args_module.prepare_server_args(argv))  # exit 2 on bad flags (server_args.py:679)
     log = logfmt.Logger("")
     # Resolution errors are uncaught in the main process: launch_server.py's `finally` (0.5.23
     # sglang/launch_server.py:83-86) logs its kill_process_tree, then Python prints the traceback, exit 1.
