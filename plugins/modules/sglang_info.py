@@ -60,7 +60,7 @@ options:
         directory holds the saved package versions.
     type: dict
   mtimes:
-    description: Paths whose modification times (epoch seconds; null when absent) to report.
+    description: Paths (or glob patterns, each match reported) whose modification times (epoch seconds; null when absent) to report.
     type: list
     elements: path
     default: []
@@ -152,6 +152,7 @@ gpus:
 """
 
 import filecmp
+import glob
 import json
 import os
 
@@ -254,12 +255,20 @@ def last_good_facts(spec):
 
 def mtime_facts(paths):
     result = {}
-    for path in paths:
-        try:
-            result[path] = os.stat(path).st_mtime
-        except OSError:
-            result[path] = None
+    for pattern in paths:
+        matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+        if not matches:
+            result[pattern] = None
+        for path in matches:
+            result[path] = _mtime(path)
     return result
+
+
+def _mtime(path):
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
 
 
 def model_facts(path):
