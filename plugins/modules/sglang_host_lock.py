@@ -17,6 +17,8 @@ description:
   - The same run re-enters its own lock; another run is refused (or waits, with O(wait)) with a message naming the
     holder. A lock whose holder is gone is taken over - at once when the holder ran on the same controller and its
     process is gone, else when its lease ends. C(/run) is a tmpfs, so a reboot clears it.
+  - Taking and releasing the lock is bookkeeping of the run, not a change of the host: the task reports
+    C(changed=false), so an idempotent rollout still shows C(changed=0).
   - The action plugin of the same name computes the owner on the controller, waits and retries, and decides
     staleness; the module only reads and writes the record under C(flock).
 author:
@@ -86,6 +88,14 @@ record:
   description: This run's record after taking or renewing.
   returned: when locked
   type: dict
+released:
+  description: Whether this run held the lock and released it.
+  returned: with O(state=unlocked)
+  type: bool
+broke_stale:
+  description: The record of a holder found gone (a killed ansible-playbook of this controller) whose lock was taken over.
+  returned: when that happened
+  type: dict
 """
 
 import fcntl
@@ -149,15 +159,14 @@ def main():
             ours = record.get('token') == owner['token']
             if ours and not module.check_mode:
                 write_record(handle, {})
-            module.exit_json(changed=ours, locked=False)
+            module.exit_json(changed=False, locked=False, released=ours)
         if decide(record, owner['token'], now, params['break_token']) == 'held':
             module.exit_json(changed=False, locked=False, held_by=record,
                              msg=holder_message(record, os.uname()[1], now))
         mine = new_record(record, owner, now, params['lease'])
         if not module.check_mode:
             write_record(handle, mine)
-        module.exit_json(changed=record.get('token') != owner['token'], locked=True, record=mine,
-                         broke=record if record.get('token') and record.get('token') != owner['token'] else None)
+        module.exit_json(changed=False, locked=True, record=mine)
 
 
 if __name__ == '__main__':

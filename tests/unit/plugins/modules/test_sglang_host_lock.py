@@ -104,7 +104,7 @@ def test_release_leaves_another_runs_lock_alone(tmp_path):
     proc, lock, go = start_holder(tmp_path)
     try:
         rc, result = adhoc({'path': str(lock), 'state': 'unlocked'})
-        assert rc == 0 and result['changed'] is False
+        assert rc == 0 and result['released'] is False
         assert read(lock)['pid'] == proc.pid
     finally:
         go.touch()
