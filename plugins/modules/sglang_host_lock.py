@@ -17,7 +17,7 @@ description:
   - The same run re-enters its own lock; another run is refused (or waits, with O(wait)) with a message naming the
     holder. A lock whose holder is gone is taken over - at once when the holder ran on the same controller and its
     process is gone, else when its lease ends. C(/run) is a tmpfs, so a reboot clears it.
-  - Taking and releasing the lock is bookkeeping of the run, not a change of the host: the task reports
+  - Taking and releasing the lock is bookkeeping of the run, not a change of the host; the task reports
     C(changed=false), so an idempotent rollout still shows C(changed=0).
   - The action plugin of the same name computes the owner on the controller, waits and retries, and decides
     staleness; the module only reads and writes the record under C(flock).

@@ -19,10 +19,10 @@ description:
     whether pip is present, and the versions of the packages that decide whether a launch works. Versions come from
     package metadata; nothing is imported.
   - For a model directory, whether it is complete (C(config.json) and every shard the safetensors index names).
-  - GPUs from C(nvidia-smi) when it exists (bounded by C(timeout) like the waiter's: a wedged driver does not hang
+  - GPUs from C(nvidia-smi) when it exists (bounded by C(timeout) like the waiter's, so a wedged driver does not hang
     the task), and the TCP ports in LISTEN state.
   - With O(last_good), whether the configuration files on the host are the ones saved as last known good (equality
-    only: no content or checksum is returned), and the saved package pins; with O(mtimes), files' modification times.
+    only, no content or checksum is returned), and the saved package pins; with O(mtimes), files' modification times.
 author:
   - llmops.sglang maintainers (@llmops)
 requirements:

@@ -126,12 +126,13 @@ def kill_controller(proc):
 def faulty(fleet, standin_venv):
     made = []
 
-    def make(name, port, host_index=-1):
-        target = fleet.hosts[host_index]
-        standin_venv(target)
-        fleet.run(target, [VENV + '/bin/python', '-m', 'sglang_standin.make_model', MODEL, '--arch', 'kimi_k2',
+    def make(name, port, on=None):
+        owner = on or fleet
+        target = owner.hosts[-1]
+        standin_venv(target, on=owner)
+        owner.run(target, [VENV + '/bin/python', '-m', 'sglang_standin.make_model', MODEL, '--arch', 'kimi_k2',
                            '--quant', 'nvfp4-pack-quantized', '--shards', '4'], check=True)
-        unit = Faulty(fleet, target, name, port)
+        unit = Faulty(owner, target, name, port)
         unit.cleanup()
         made.append(unit)
         return unit
@@ -157,7 +158,9 @@ def test_controller_killed_during_the_wait_then_a_rerun_rolls_back(faulty):
     unit.wait_on_host('the new configuration loading weights', lambda: unit.start_count() >= 2
                       and unit.event_count('phase', 'weights') >= 2, proc)
     kill_controller(proc)
-    rerun = unit.deploy(fault=BAD_FAULT)
+    # The same command again: nothing changes in this run, and the unverified configuration is still not verified.
+    rerun = unit.deploy(fault=BAD_FAULT, pace='0.05')
+    assert 'changed' not in rerun.stdout.split('TASK [llmops.sglang.server : Render the unit]', 1)[1].split('TASK', 1)[0]
     assert rerun.rc != 0, rerun
     assert 'Rolled back: the last known good configuration was restored and is serving again' in flat(rerun.stdout), rerun
     unit.assert_serves_verified()
@@ -176,7 +179,7 @@ def test_controller_killed_during_the_wait_for_a_good_change_then_the_rerun_keep
                       and unit.event_count('phase', 'weights') >= 2, proc)
     kill_controller(proc)
     starts = unit.start_count()
-    rerun = unit.deploy(sglang_server_args=changed)
+    rerun = unit.deploy(pace='0.05', sglang_server_args=changed)
     assert rerun.rc == 0, rerun
     # It waited for the unverified configuration instead of restarting it, and saved it once it answered.
     assert unit.start_count() == starts
@@ -318,7 +321,33 @@ def test_the_ssh_connection_dropped_during_the_wait(faulty):
     out = proc.communicate(timeout=900)[0]
     assert proc.returncode != 0, out
     starts = unit.start_count()
-    rerun = unit.deploy(sglang_server_args=changed)
+    rerun = unit.deploy(pace='0.05', sglang_server_args=changed)
     assert rerun.rc == 0, rerun
     assert unit.start_count() == starts
+    unit.assert_serves_verified()
+
+
+def test_the_host_rebooted_during_the_load(faulty, private_fleet):
+    """The unit is enabled: after the reboot it loads the new configuration by itself; the rerun waits for that
+    load instead of restarting it, and saves the configuration once it answers. A host of its own: a reboot would
+    break other tests' runs on a shared host."""
+    make, procs = faulty
+    unit = make('sglang-f9', 30109, on=private_fleet(count=1, standin=True))
+    unit.prepare_caches()
+    assert unit.deploy().rc == 0
+    changed = {'trust-remote-code': True, 'reasoning-parser': 'kimi_k2', 'tool-call-parser': 'kimi_k2',
+               'mem-fraction-static': 0.8}
+    proc = unit.start(pace='0.05', sglang_server_args=changed)
+    procs.append(proc)
+    unit.wait_on_host('the new configuration loading weights', lambda: unit.start_count() >= 2
+                      and unit.event_count('phase', 'weights') >= 2, proc)
+    unit.fleet.tool.checked('reboot', unit.host.name)
+    out = proc.communicate(timeout=900)[0]
+    assert proc.returncode != 0, out
+    unit.wait_on_host('the unit starting at boot', lambda: unit.start_count() >= 3)
+    starts = unit.start_count()
+    rerun = unit.deploy(pace='0.05', sglang_server_args=changed)
+    assert rerun.rc == 0, rerun
+    assert unit.start_count() == starts
+    unit.sh('grep -q -- "--mem-fraction-static 0.8" %s/last-good/unit' % unit.state_dir)
     unit.assert_serves_verified()
