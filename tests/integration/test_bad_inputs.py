@@ -82,13 +82,13 @@ def target(fleet, standin_venv):
 
 def test_api_key_with_a_line_break_changes_no_file(fleet, target):
     first = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-b1', 30111, sglang_api_key='sk-good',
-                                                sglang_env={'SGLANG_STANDIN_PACE': '0.01'}, sglang_lock_wait=900))
+                                               sglang_env={'SGLANG_STANDIN_PACE': '0.01'}, sglang_lock_wait=900))
     assert first.rc == 0, first
     files = 'md5sum /etc/sglang/sglang-b1.env /etc/sglang/sglang-b1.secrets.env /etc/systemd/system/sglang-b1.service'
     before = fleet.run(target, files, check=True).stdout
     # The environment file would change too (another env value): nothing may be written before the key is refused.
     bad = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-b1', 30111, sglang_api_key='sk-good\nEVIL=1',
-                                              sglang_env={'SGLANG_STANDIN_PACE': '0.02'}))
+                                             sglang_env={'SGLANG_STANDIN_PACE': '0.02'}))
     assert bad.rc != 0
     assert 'sglang_api_key=<hidden, 14 characters>: must not contain a line break' in flat(bad.stdout), bad
     assert 'EVIL' not in bad.stdout

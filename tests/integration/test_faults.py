@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from test_server_role import MODEL, PLAYBOOK, VENV, completion, recap, role_vars, unit_show
+from test_server_role import MODEL, PLAYBOOK, VENV, completion, role_vars, unit_show
 
 from conftest import REPO_ROOT, venv_tool
 
@@ -72,7 +72,7 @@ class Faulty:
 
     def wait_on_host(self, what, probe, proc=None, tries=1200):
         """Poll the host (0.25 s apart) until probe() is true; fail if the playbook ends first."""
-        for _ in range(tries):
+        for dummy in range(tries):
             if probe():
                 return
             if proc is not None and proc.poll() is not None:

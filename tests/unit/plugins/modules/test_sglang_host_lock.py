@@ -47,7 +47,7 @@ def start_holder(tmp_path):
     proc = subprocess.Popen([str(BIN / 'ansible-playbook'), '-i', 'localhost,', '-c', 'local', str(book)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env(), start_new_session=True)
     # The moment the holder has the lock, read from the lock itself (a bounded poll, not a timed assertion).
-    for _ in range(600):
+    for dummy in range(600):
         if lock.exists() and lock.read_text().strip() not in ('', '{}'):
             return proc, lock, go
         if proc.poll() is not None:
