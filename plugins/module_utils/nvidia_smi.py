@@ -12,8 +12,16 @@ import re
 QUERY_FIELDS = ('index', 'name', 'memory.used', 'memory.total')
 
 
-def query_cmd(nvidia_smi):
-    return [nvidia_smi, '--query-gpu=' + ','.join(QUERY_FIELDS), '--format=csv,noheader,nounits']
+# A wedged driver makes nvidia-smi hang for minutes; every caller bounds it with coreutils' timeout(1).
+QUERY_TIMEOUT = 10
+
+
+def query_cmd(nvidia_smi, timeout_bin=None, seconds=QUERY_TIMEOUT):
+    """The GPU memory query; under ``timeout_bin SECONDS`` (SIGTERM, then KILL 2 s later) when timeout(1) exists."""
+    cmd = [nvidia_smi, '--query-gpu=' + ','.join(QUERY_FIELDS), '--format=csv,noheader,nounits']
+    if timeout_bin:
+        cmd = [timeout_bin, '-k', '2', str(seconds)] + cmd
+    return cmd
 
 
 def _mib(value):

@@ -36,6 +36,31 @@ def normalize_flag(name, where='sglang_server_args'):
     return flag
 
 
+def reserved_owner(flag, reserved):
+    """The variable that owns ``flag`` (bare name, e.g. ``tp`` or ``nccl-init-addr``) when it is reserved, else None.
+
+    ``reserved`` maps every option string of a reserved SGLang argument (its name and its aliases, e.g.
+    ``dist-init-addr`` and ``nccl-init-addr``) to the variable that sets it. SGLang's parser is a plain
+    ``argparse.ArgumentParser`` (``server_args.py:679``, allow_abbrev left on), so an unambiguous prefix such as
+    ``--tp`` means ``--tp-size`` and an ambiguous one fails the start; either way a prefix of a reserved option
+    string is refused. In 0.5.23 no other option string is a prefix of a reserved one (``--model`` is itself the
+    alias of ``--model-path``), so this refuses nothing the parser would give to another argument.
+    """
+    if flag in reserved:
+        return reserved[flag]
+    for name in sorted(reserved):
+        if name.startswith(flag):
+            return reserved[name]
+    return None
+
+
+def _extra_arg_flag(arg):
+    """The bare flag name of a raw argument (``--api-key=x`` -> ``api-key``), or None for a value."""
+    if not isinstance(arg, str) or not arg.startswith('--') or len(arg) < 3:
+        return None
+    return arg[2:].split('=', 1)[0].replace('_', '-')
+
+
 def _value_to_str(flag, value, where):
     if isinstance(value, bool):
         raise ServerArgsError('%s[%r]: a true/false value inside a list is not an argument' % (where, flag))
@@ -71,8 +96,9 @@ def build_argv(server_args=None, extra_args=None, reserved=None):
         if flag in seen:
             raise ServerArgsError('sglang_server_args: %r and %r are the same flag --%s' % (seen[flag], name, flag))
         seen[flag] = name
-        if flag in reserved:
-            raise ServerArgsError('sglang_server_args: --%s is set by %s; set it there instead' % (flag, reserved[flag]))
+        owner = reserved_owner(flag, reserved)
+        if owner:
+            raise ServerArgsError('sglang_server_args: %r (--%s) is set by %s; set it there instead' % (name, flag, owner))
         if value is None or value is False:
             continue
         if value is True:
@@ -86,6 +112,11 @@ def build_argv(server_args=None, extra_args=None, reserved=None):
     for index, arg in enumerate(extra_args):
         if not isinstance(arg, (str, int, float)) or isinstance(arg, bool):
             raise ServerArgsError('sglang_extra_args[%d]: expected a string, got %r' % (index, arg))
+        flag = _extra_arg_flag(arg)
+        owner = reserved_owner(flag, reserved) if flag else None
+        if owner:
+            # The value after it may be a secret (--api-key KEY): only the flag is named.
+            raise ServerArgsError('sglang_extra_args[%d]: --%s is set by %s; set it there instead' % (index, flag, owner))
         argv.append(str(arg))
     return argv
 

@@ -19,7 +19,10 @@ description:
     whether pip is present, and the versions of the packages that decide whether a launch works. Versions come from
     package metadata; nothing is imported.
   - For a model directory, whether it is complete (C(config.json) and every shard the safetensors index names).
-  - GPUs from C(nvidia-smi) when it exists, and the TCP ports in LISTEN state.
+  - GPUs from C(nvidia-smi) when it exists (bounded by C(timeout) like the waiter's, so a wedged driver does not hang
+    the task), and the TCP ports in LISTEN state.
+  - With O(last_good), whether the configuration files on the host are the ones saved as last known good (equality
+    only, no content or checksum is returned), and the saved package pins; with O(mtimes), files' modification times.
 author:
   - llmops.sglang maintainers (@llmops)
 requirements:
@@ -50,6 +53,17 @@ options:
     description: Query C(nvidia-smi) for GPU memory when it is installed.
     type: bool
     default: true
+  last_good:
+    description:
+      - The last-known-good directory (V(dir)) and the files to compare with it (V(files), saved name to the live
+        file's path, for example C(unit) to C(/etc/systemd/system/sglang-k26.service)). C(pins.json) in the
+        directory holds the saved package versions.
+    type: dict
+  mtimes:
+    description: Paths (or glob patterns, each match reported) whose modification times (epoch seconds; null when absent) to report.
+    type: list
+    elements: path
+    default: []
 attributes:
   check_mode:
     support: full
@@ -102,6 +116,7 @@ services:
   sample:
     sglang-k26.service: {exists: true, active_state: active, sub_state: running, result: success, restarts: 0,
                          invocation_id: 9f1c..., since: "Mon 2026-11-30 09:01:02 UTC", main_pid: 4242,
+                         started_at: 1764493262.31,
                          argv: [/opt/sglang/venv/bin/python, -m, sglang.launch_server, --api-key, "********"]}
 model:
   description: Completeness of O(model_path), empty when it was not given.
@@ -114,6 +129,20 @@ ports:
   returned: always
   type: dict
   sample: {"30001": true}
+last_good:
+  description: Comparison with O(last_good); empty when it was not given.
+  returned: always
+  type: dict
+  contains:
+    exists: {description: Whether a last-known-good unit is saved., type: bool}
+    same: {description: "Saved name to whether the live file equals the saved one (both absent counts as equal).", type: dict}
+    pins: {description: "The saved package versions (C(pins.json)); null when not saved or unreadable.", type: dict}
+  sample: {exists: true, same: {unit: true, env: false, secrets.env: true}, pins: {sglang: 0.5.23, compressed-tensors: 0.18.0}}
+mtimes:
+  description: Path to its modification time (epoch seconds), null when it does not exist.
+  returned: always
+  type: dict
+  sample: {/etc/sglang/sglang-k26.env: 1764601200.5}
 gpus:
   description: Per-GPU memory from nvidia-smi; empty without nvidia-smi.
   returned: always
@@ -122,6 +151,8 @@ gpus:
   sample: [{index: 0, name: NVIDIA H200, memory_used_mib: 19601, memory_total_mib: 143771}]
 """
 
+import filecmp
+import glob
 import json
 import os
 
@@ -137,6 +168,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.host_facts import (
     redact_argv,
 )
 from ansible_collections.llmops.sglang.plugins.module_utils.nvidia_smi import parse_query_gpu, query_cmd
+from ansible_collections.llmops.sglang.plugins.module_utils.rollout_state import boot_time_of, process_started_at
 from ansible_collections.llmops.sglang.plugins.module_utils.systemd_props import parse_show
 
 SERVICE_PROPERTIES = ('Id', 'LoadState', 'ActiveState', 'SubState', 'Result', 'NRestarts', 'MainPID',
@@ -176,14 +208,67 @@ def service_facts(module, systemctl, unit):
         'since': props.get('ActiveEnterTimestamp') or '',
         'fragment_path': props.get('FragmentPath') or '',
         'argv': [],
+        'started_at': None,
     }
     if facts['main_pid']:
+        facts['started_at'] = started_at(facts['main_pid'])
         try:
             with open('/proc/%d/cmdline' % facts['main_pid'], 'rb') as handle:
                 facts['argv'] = redact_argv(parse_cmdline(handle.read()))
         except (IOError, OSError):
             pass  # the process ended between the two reads
     return facts
+
+
+def started_at(pid):
+    """Epoch seconds the process started (for comparing with its configuration files' mtimes), None if unknown."""
+    try:
+        with open('/proc/%d/stat' % pid) as handle:
+            stat_text = handle.read()
+        with open('/proc/stat') as handle:
+            boot_time = boot_time_of(handle.read())
+    except (IOError, OSError):
+        return None
+    if boot_time is None:
+        return None
+    return process_started_at(stat_text, boot_time, os.sysconf('SC_CLK_TCK'))
+
+
+def last_good_facts(spec):
+    directory = spec.get('dir') or ''
+    files = spec.get('files') or {}
+    facts = {'exists': os.path.isfile(os.path.join(directory, 'unit')), 'same': {}, 'pins': None}
+    for name, live in sorted(files.items()):
+        saved = os.path.join(directory, name)
+        if not os.path.exists(saved) or not os.path.exists(live):
+            facts['same'][name] = not os.path.exists(saved) and not os.path.exists(live)
+        else:
+            facts['same'][name] = filecmp.cmp(saved, live, shallow=False)
+    try:
+        with open(os.path.join(directory, 'pins.json')) as handle:
+            pins = json.load(handle)
+        facts['pins'] = pins if isinstance(pins, dict) else None
+    except (IOError, OSError, ValueError):
+        pass
+    return facts
+
+
+def mtime_facts(paths):
+    result = {}
+    for pattern in paths:
+        matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+        if not matches:
+            result[pattern] = None
+        for path in matches:
+            result[path] = _mtime(path)
+    return result
+
+
+def _mtime(path):
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
 
 
 def model_facts(path):
@@ -213,7 +298,7 @@ def gpu_facts(module):
     nvidia_smi = module.get_bin_path('nvidia-smi')
     if not nvidia_smi:
         return []
-    rc, out, _err = module.run_command(query_cmd(nvidia_smi))
+    rc, out, _err = module.run_command(query_cmd(nvidia_smi, module.get_bin_path('timeout')))
     return parse_query_gpu(out) if rc == 0 else []
 
 
@@ -226,11 +311,13 @@ def main():
             model_path=dict(type='path'),
             ports=dict(type='list', elements='int', default=[]),
             gpus=dict(type='bool', default=True),
+            last_good=dict(type='dict'),
+            mtimes=dict(type='list', elements='path', default=[]),
         ),
         supports_check_mode=True,
     )
     params = module.params
-    result = dict(changed=False, venv={}, services={}, model={}, ports={}, gpus=[])
+    result = dict(changed=False, venv={}, services={}, model={}, ports={}, gpus=[], last_good={}, mtimes={})
     if params['venv']:
         result['venv'] = venv_facts(module, params['venv'], params['packages'])
     if params['services']:
@@ -242,6 +329,9 @@ def main():
     result['ports'] = port_facts(params['ports'])
     if params['gpus']:
         result['gpus'] = gpu_facts(module)
+    if params['last_good']:
+        result['last_good'] = last_good_facts(params['last_good'])
+    result['mtimes'] = mtime_facts(params['mtimes'])
     module.exit_json(**result)
 
 

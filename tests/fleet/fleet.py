@@ -1098,6 +1098,35 @@ def cmd_status(fleet, args):
     return EXIT_OK if healthy else EXIT_FAILED
 
 
+def cmd_reboot(fleet, args):
+    """Power a host off and boot it again, as a reboot of a real machine would (its disk - the overlay - stays).
+
+    `systemctl reboot` inside a host ends its systemd-nspawn for good (nothing boots it again), so tests that need a
+    host to reboot ask the fleet tool: SIGTERM to that host's nspawn (a clean poweroff; SIGKILL after --timeout,
+    like a power cut), then the same nspawn command as `up`, and the wait for ssh.
+    """
+    require_root()
+    with file_lock(fleet.lock_path):
+        state = fleet.load_state()
+        if not state or state.get("status") != "up":
+            raise FleetError("no fleet is up in %s" % fleet.state_dir)
+        fleet.adopt_state(state)
+        names = [record["name"] for record in state["hosts"]]
+        if args.name not in names:
+            raise FleetError("no host %s in this fleet (%s)" % (args.name, " ".join(names)))
+        host = fleet.hosts(len(names))[names.index(args.name)]
+        merged = str(host.merged)
+        pids = [pid for pid, _machine, directory in nspawn_processes() if directory == merged]
+        stop_processes(pids, "systemd-nspawn of %s" % host.name, args.timeout)
+        kill_host_processes(host.name)
+        proc = start_host(host)
+        state["hosts"][names.index(args.name)]["pid"] = proc.pid
+        fleet.save_state(state)
+        wait_ready(fleet, host, proc, time.monotonic() + 120)
+    log("%s rebooted" % host.name)
+    return 0
+
+
 def cmd_mirror(fleet, args):
     require_root()
     with file_lock(fleet.lock_path):
@@ -1156,7 +1185,7 @@ def build_parser():
                              "else STATE_DIR/hosts.yml)")
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     # serve-mirror is internal (the process `up` starts), so the listing leaves it out.
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{up,down,status,mirror,image}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{up,down,status,mirror,reboot,image}")
     up = sub.add_parser("up", parents=[common], help="boot the fleet (a no-op when it is already up with this count)")
     up.add_argument("--count", type=int, default=3, help="number of hosts (default %(default)s)")
     up.add_argument("--timeout", type=float, default=120.0, help="seconds for all hosts to answer over ssh")
@@ -1173,6 +1202,10 @@ def build_parser():
     mirror = sub.add_parser("mirror", parents=[common], help="build the package mirror into the state dir")
     mirror.add_argument("--refresh-standin", action="store_true", help="only rebuild the SGLang stand-in wheel")
     mirror.set_defaults(func=cmd_mirror)
+    reboot = sub.add_parser("reboot", parents=[common], help="power one host off and boot it again")
+    reboot.add_argument("name", help="the host, e.g. gpu-02")
+    reboot.add_argument("--timeout", type=float, default=20.0, help="seconds for a clean poweroff before SIGKILL")
+    reboot.set_defaults(func=cmd_reboot)
     image = sub.add_parser("image", parents=[common], help="build the cached base image")
     image.set_defaults(func=cmd_image)
     serve = sub.add_parser("serve-mirror")  # internal: the mirror server process started by `up`

@@ -80,3 +80,9 @@ def test_unsupported_values_and_garbage():
 def test_query_cmd():
     assert nvidia_smi.query_cmd('/usr/bin/nvidia-smi') == [
         '/usr/bin/nvidia-smi', '--query-gpu=index,name,memory.used,memory.total', '--format=csv,noheader,nounits']
+
+
+def test_query_cmd_bounded_by_timeout():
+    assert nvidia_smi.query_cmd('/usr/bin/nvidia-smi', '/usr/bin/timeout') == [
+        '/usr/bin/timeout', '-k', '2', '10', '/usr/bin/nvidia-smi', '--query-gpu=index,name,memory.used,memory.total',
+        '--format=csv,noheader,nounits']

@@ -51,7 +51,7 @@ def test_same_flag_twice_is_an_error():
 
 
 def test_reserved_flags_point_at_their_variable():
-    with pytest.raises(ServerArgsError, match='--port is set by sglang_port'):
+    with pytest.raises(ServerArgsError, match=r'\(--port\) is set by sglang_port'):
         build_argv({'port': 1}, reserved={'port': 'sglang_port'})
 
 
