@@ -226,7 +226,8 @@ def _text(path):
 # ---- GPU gate -------------------------------------------------------------------------------------------------
 
 def unit_pids(module, unit):
-    """PIDs in the unit's cgroup and its children (cgroup v2 under /sys/fs/cgroup)."""
+    """PIDs in the unit's cgroup and its children: cgroup v2 (/sys/fs/cgroup) or a hybrid host's unified or
+    name=systemd hierarchy; the main PID at least."""
     systemctl = module.get_bin_path('systemctl')
     if not systemctl:
         return set()
@@ -238,11 +239,17 @@ def unit_pids(module, unit):
     if props.get('MainPID', '0') not in ('', '0'):
         pids.add(int(props['MainPID']))
     group = props.get('ControlGroup') or ''
-    if group:
-        for root, _dirs, files in os.walk('/sys/fs/cgroup' + group):
+    if not group:
+        return pids
+    for mount in ('/sys/fs/cgroup', '/sys/fs/cgroup/unified', '/sys/fs/cgroup/systemd'):
+        top = mount + group
+        if not os.path.isfile(os.path.join(top, 'cgroup.procs')):
+            continue
+        for root, _dirs, files in os.walk(top):
             if 'cgroup.procs' in files:
                 text = _text(os.path.join(root, 'cgroup.procs')) or ''
                 pids.update(int(p) for p in text.split() if p.isdigit())
+        break
     return pids
 
 
