@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: sglang_preflight
 short_description: Judge a host's GPUs and a checkpoint before an SGLang server is (re)started
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Read-only gates that the M(llmops.sglang.server) role runs before it changes anything, so that a restart that
     would cost 15-40 minutes of a box's GPUs and then fail is refused while the old server still serves.
@@ -25,7 +25,7 @@ description:
     and C(.lock) files, a file whose size or mtime changes between two looks O(growth_interval) apart), a shard
     whose safetensors framing is not whole (8-byte header length, JSON header, the largest declared data offset
     against the file size, as safetensors checks it; no tensor data is read), and, with O(manifest), a missing
-    file, a size or a sha256 that differs. Hashes run in O(hash_workers) threads, once per file content: the
+    file, a size or a sha256 that differs. Hashes run in O(hash_workers) threads, once per file content; the
     digests are kept by path, size and mtime in O(cache_path) (root-only), so a re-run costs seconds.
   - Every finding names the check, the GPU or file, and what to do. A check named in O(waive) is still run and
     reported (RV(gpu.findings), RV(waived)) but does not fail the gate.
