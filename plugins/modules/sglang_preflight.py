@@ -16,7 +16,8 @@ description:
     would cost 15-40 minutes of a box's GPUs and then fail is refused while the old server still serves.
   - B(GPU health), from C(nvidia-smi) queries. The GPUs this instance's ranks use (C(CUDA_VISIBLE_DEVICES),
     C(--base-gpu-id) + rank * C(--gpu-id-step), as SGLang places ranks) must exist and must not be claimed by another
-    instance of the role on this host (read from C(/etc/sglang/*.env) and their unit files); on those GPUs no
+    instance of the role on this host that is active or enabled (read from C(/etc/sglang/*.env) and their unit
+    files); on those GPUs no
     uncorrectable volatile ECC error, no pending or failed row remapping, no page pending retirement, persistence
     mode on, no compute process that is not in this unit's cgroup; the driver's CUDA version at least the one the
     venv's torch was built for (read from the installed C(torch/version.py), torch is not imported).
@@ -253,7 +254,9 @@ def unit_pids(module, unit):
     return pids
 
 
-def peers(config_dir, unit_dir, own_name):
+def peers(module, config_dir, unit_dir, own_name):
+    """The host's other instances of the role that run or will run (active, or enabled to start at boot)."""
+    systemctl = module.get_bin_path('systemctl')
     out = []
     for env_path in sorted(glob.glob(os.path.join(config_dir, '*.env'))):
         name = os.path.basename(env_path)[:-len('.env')]
@@ -263,8 +266,15 @@ def peers(config_dir, unit_dir, own_name):
         if unit_text is None:
             continue
         claim = gpu_health.peer_claim(name + '.service', _text(env_path) or '', unit_text)
-        if claim:
-            out.append(claim)
+        if not claim:
+            continue
+        if systemctl:
+            rc, show, _err = module.run_command([systemctl, 'show', '-p', 'ActiveState,UnitFileState', name + '.service'])
+            props = parse_show(show) if rc == 0 else {}
+            if props.get('ActiveState') in ('inactive', 'failed') and \
+                    props.get('UnitFileState') not in ('enabled', 'enabled-runtime', 'linked', 'linked-runtime'):
+                continue  # stopped and not started at boot: it claims nothing now
+        out.append(claim)
     return out
 
 
@@ -309,7 +319,7 @@ def gpu_gate(module, params):
     findings = gpu_health.judge(
         gpus, apps, params['unit'], unit_pids(module, params['unit']), place['tp_per_node'],
         visible_devices=place['cuda_visible_devices'], base_gpu_id=place['base_gpu_id'],
-        gpu_id_step=place['gpu_id_step'], peers=peers(params['config_dir'], params['unit_dir'], own),
+        gpu_id_step=place['gpu_id_step'], peers=peers(module, params['config_dir'], params['unit_dir'], own),
         driver_cuda=driver_cuda, torch_cuda=built_for, expected_name=params['gpu_name'], waive=params['waive'])
     try:
         visible = gpu_health.parse_visible_devices(place['cuda_visible_devices'], gpus)

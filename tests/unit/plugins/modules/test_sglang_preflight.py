@@ -167,7 +167,16 @@ def test_gpu_gate_healthy_faulty_and_waived(capsys, smi, tmp_path):
                                      'failed': ['ecc_uncorrected (GPU 2)'], 'waived': ['persistence_mode']}
 
 
+def fake_systemctl(bindir, active, enabled):
+    """A systemctl that answers `show` for every unit with the given states (the real one needs systemd as PID 1)."""
+    script = bindir / 'systemctl'
+    script.write_text('#!/bin/sh\nprintf "ActiveState=%s\\nUnitFileState=%s\\nControlGroup=\\nMainPID=0\\n"\n'
+                      % (active, enabled))
+    script.chmod(0o755)
+
+
 def test_gpu_gate_sees_another_instance_of_the_role(capsys, smi, tmp_path):
+    fake_systemctl(tmp_path / 'bin', 'active', 'enabled')
     (tmp_path / 'etc').mkdir()
     (tmp_path / 'units').mkdir()
     (tmp_path / 'etc' / 'b.env').write_text('HOME="/var/lib/sglang/b"\nCUDA_VISIBLE_DEVICES="4,5,6,7"\n')
@@ -180,6 +189,13 @@ def test_gpu_gate_sees_another_instance_of_the_role(capsys, smi, tmp_path):
                        capsys)
     assert clash['gpu']['findings'][0]['check'] == 'gpu_claim'
     assert 'GPUs 4,5 are claimed by a.service and by b.service' in clash['failures'][0]
+    # stopped and disabled, b claims nothing: it neither runs nor starts at boot
+    fake_systemctl(tmp_path / 'bin', 'inactive', 'disabled')
+    assert run_module(gpu_args(tmp_path, server_argv=['--tp-size', '4'], environment=['CUDA_VISIBLE_DEVICES="2,3,4,5"']),
+                      capsys)['ok']
+    fake_systemctl(tmp_path / 'bin', 'failed', 'enabled')  # failed but enabled: it starts again at boot
+    assert not run_module(gpu_args(tmp_path, server_argv=['--tp-size', '4'],
+                                   environment=['CUDA_VISIBLE_DEVICES="2,3,4,5"']), capsys)['ok']
 
 
 def test_no_nvidia_smi_is_not_judged_and_says_so(capsys, tmp_path, monkeypatch):
