@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 """Checkpoint verification, cold (every file hashed) vs warm (digests from the cache), side by side.
 
@@ -81,7 +80,7 @@ def run_gate(model, manifest, cache, workers):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n', maxsplit=1)[0])
     parser.add_argument('--total-mib', type=int, default=2048)
     parser.add_argument('--shards', type=int, default=8)
     parser.add_argument('--workers', default='1,4', help='hash_workers values for the cold runs, comma-separated')

@@ -188,7 +188,7 @@ def judge(gpus, apps, unit, unit_pids, tp_per_node, visible_devices=None, base_g
             peer_visible = parse_visible_devices(peer.get('cuda_visible_devices'), gpus)
         except ValueError:
             continue
-        theirs, _ = claimed_gpus(peer['tp_per_node'], peer_visible, peer.get('base_gpu_id', 0), peer.get('gpu_id_step', 1))
+        theirs = claimed_gpus(peer['tp_per_node'], peer_visible, peer.get('base_gpu_id', 0), peer.get('gpu_id_step', 1))[0]
         both = mine & set(theirs)
         if both:
             add('gpu_claim', 'GPUs %s are claimed by %s and by %s (CUDA_VISIBLE_DEVICES=%s, TP %d per node): two '

@@ -170,7 +170,7 @@ gpu:
   contains:
     status: {description: "C(ok), C(failed), C(waived) (only waived findings), C(not_judged) or C(skipped).", type: str}
     reason: {description: Why the GPUs were not judged., type: str}
-    gpus: {description: nvidia-smi's rows (index, name, uuid, ECC, remap, persistence...)., type: list, elements: dict}
+    gpus: {description: "nvidia-smi's rows: index, name, uuid, ECC, row remapping, persistence mode and so on.", type: list, elements: dict}
     claimed: {description: Physical indices of the GPUs this instance uses., type: list, elements: int}
     driver_cuda: {description: The newest CUDA the driver supports., type: str}
     torch_cuda: {description: The CUDA the venv's torch was built for; null when not found., type: str}
@@ -189,7 +189,7 @@ checkpoint:
     cached: {description: Files whose digest came from the cache., type: int}
     hashed_bytes: {description: Bytes hashed in this run., type: int}
     seconds: {description: Time the gate took., type: float}
-    cache: {description: What happened to the cache (C(written), C(unchanged), C(not written ...))., type: str}
+    cache: {description: "What happened to the cache: C(written), C(unchanged), or C(not written) and why.", type: str}
     findings: {description: "[{check, file, message, waived}].", type: list, elements: dict}
   sample: {status: ok, shards: 64, hashed: 0, cached: 64, hashed_bytes: 0, seconds: 1.2, cache: unchanged, findings: []}
 """

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from standin_helpers import WAIT
-from sglang_standin import model_dir, nvidia_smi
+from sglang_standin import model_dir
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "plugins", "module_utils", "fixtures", "nvidia-smi", "h200-full")
 
@@ -89,9 +89,10 @@ def test_health_query_has_the_real_header_and_shape(standin_python):
     lines = out.splitlines()
     assert lines[0] == real[0]
     mine, theirs = [v.strip() for v in lines[1].split(",")], [v.strip() for v in real[1].split(",")]
+    fields = HEALTH_QUERY.split(",")
     # identity and what varies (uuid, temperature, power draw) aside, an idle healthy H200 reads the same
     for i in (0, 1, 4, 6, 7, 8, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 24, 25, 26, 27):
-        assert mine[i] == theirs[i], (HEALTH_QUERY.split(",")[i], mine[i], theirs[i])
+        assert mine[i] == theirs[i], (fields[i], mine[i], theirs[i])
 
 
 def test_version_matches_the_real_head_of_q(standin_python):

@@ -82,14 +82,14 @@ def faults(environ=None):
     spec = {"ecc": {}, "remap_pending": set(), "remap_failure": set(), "retired_pending": set(),
             "persistence_off": set(), "process": [], "gpus": None, "cuda": None, "driver": None, "hang": False}
     for item in text.replace(",", " ").replace(";", " ").split():
-        key, _, arg = item.partition("@")
+        key, _at, arg = item.partition("@")
         if "=" in key:
             key, value = key.split("=", 1)
             if key in ("gpus", "cuda", "driver"):
                 spec[key] = int(value) if key == "gpus" else value
                 continue
             raise ValueError("nvidia-smi stand-in: bad fault item %r" % item)
-        target, _, value = arg.partition("=")
+        target, _eq, value = arg.partition("=")
         if key == "hang" and not arg:
             spec["hang"] = True
         elif key == "persistence_off" and not arg:
@@ -99,7 +99,7 @@ def faults(environ=None):
         elif key in ("remap_pending", "remap_failure", "retired_pending", "persistence_off") and target.isdigit():
             spec[key].add(int(target))
         elif key == "process" and target.isdigit() and value:
-            pid, _, mib = value.partition(":")
+            pid, _colon, mib = value.partition(":")
             spec["process"].append((int(target), int(pid), int(mib or "20000")))
         else:
             raise ValueError("nvidia-smi stand-in: bad fault item %r" % item)
