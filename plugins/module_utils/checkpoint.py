@@ -163,10 +163,10 @@ def judge(markers=(), growing=(), invalid=(), manifest=None, stats=None, digests
         findings.append({'check': check, 'file': name, 'message': message, 'waived': check in waive})
 
     if markers:
+        shown = ', '.join(markers[:5]) + (' ...' if len(markers) > 5 else '')
         add('download_in_progress', markers[0], 'a download is still in progress: %s (%d marker file%s: aria2 '
             'control files, Hugging Face .incomplete/.lock). Wait for it to finish (or remove stale markers of a '
-            'download you know ended), then deploy.' % (', '.join(markers[:5]) + (' ...' if len(markers) > 5 else ''),
-                                                       len(markers), '' if len(markers) == 1 else 's'))
+            'download you know ended), then deploy.' % (shown, len(markers), '' if len(markers) == 1 else 's'))
     for name, size_before, size_after in growing:
         add('shard_growing', name, '%s is still being written (%s -> %s bytes between two looks): wait for the '
             'copy or download to finish, then deploy.' % (name, size_before, size_after))

@@ -97,8 +97,8 @@ def test_judge_markers_growth_invalid_and_waiver():
     findings = checkpoint.judge(markers=['x.aria2'], growing=[('s', 1, 2)],
                                 invalid=[('s2', ('incomplete metadata, file not fully covered', 'truncated'))],
                                 waive=['shard_growing'])
-    assert [(f['check'], f['waived']) for f in findings] == [('download_in_progress', False), ('shard_growing', True),
-                                                              ('shard_invalid', False)]
+    expected = [('download_in_progress', False), ('shard_growing', True), ('shard_invalid', False)]
+    assert [(f['check'], f['waived']) for f in findings] == expected
     assert 'Error while deserializing header: incomplete metadata, file not fully covered' in findings[2]['message']
 
 
