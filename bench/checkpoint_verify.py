@@ -130,7 +130,7 @@ def main():
         lines.append('| %s | %.2f | %.2f | %d | %d | %s | %.1fx | %.1fx |' % (
             label, wall_s, g['seconds'], g['hashed'], g['cached'], '%.0f' % rate if rate else '-', wall_s / warm[1],
             g['seconds'] / max(warm[2]['seconds'], 1e-3)))
-    minutes = 595e9 / 2.0 ** 20 / max(max(rates), 1e-3) / 60
+    minutes = 595e9 / 2.0 ** 20 / max(rates + [1e-3]) / 60
     lines += ['', 'At the best cold rate the 595 GB of Kimi K2.6 would take about %.0f minutes here; warm costs the '
               'same as above (headers and stat only).' % minutes]
     text = '\n'.join(lines) + '\n'
