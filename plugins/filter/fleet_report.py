@@ -11,11 +11,12 @@ from ansible_collections.llmops.sglang.plugins.module_utils.fleet_report import 
 
 
 def fleet_report(hosts, hostvars):
-    """Filter: host names + hostvars -> report lines (sglang_deployments and sglang_report_info of each host)."""
+    """Filter: host names + hostvars -> report lines (sglang_deployments, sglang_preflight and sglang_report_info)."""
     rows = []
     for host in hosts:
         values = hostvars[host] if host in hostvars else {}
-        rows.extend(report_rows(host, values.get('sglang_deployments'), values.get('sglang_report_info')))
+        rows.extend(report_rows(host, values.get('sglang_deployments'), values.get('sglang_report_info'),
+                                values.get('sglang_preflight')))
     return format_table(rows)
 
 

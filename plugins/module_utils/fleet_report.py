@@ -11,7 +11,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.sglang_signatures im
 
 PHASE_LABELS = dict((phase.name, phase.label) for phase in PHASES)
 COLUMNS = ('host', 'instance', 'state', 'time to ready', 'phases (s since start-up began)', 'sglang / compressed-tensors / torch',
-           'GPU memory')
+           'GPU memory', 'health (GPUs; checkpoint)')
 
 
 def _seconds(value):
@@ -56,10 +56,63 @@ def _gpu_memory(gpus):
     return '%d/%d GiB on %d GPU%s' % (round(used), round(total), len(gpus), '' if len(gpus) == 1 else 's')
 
 
-def report_rows(host, deployments, info=None):
-    """Rows for one host from the server role's ``sglang_deployments`` fact and/or an sglang_info result."""
+def _finding_label(finding):
+    where = finding.get('gpu') if finding.get('gpu') is not None else finding.get('file')
+    return '%s (%s)' % (finding['check'], 'GPU %s' % where if finding.get('gpu') is not None else where) if where \
+        else finding['check']
+
+
+def health_summary(gpu, checkpoint):
+    """The part of sglang_preflight's result the fleet report shows: per gate its status, size, failed and waived."""
+    out = {}
+    for name, gate in (('gpu', gpu or {}), ('checkpoint', checkpoint or {})):
+        findings = gate.get('findings') or []
+        out[name] = {
+            'status': gate.get('status') or 'skipped',
+            'count': len(gate.get('claimed') or []) if name == 'gpu' else gate.get('shards') or 0,
+            'verified': (gate.get('hashed') or 0) + (gate.get('cached') or 0),
+            'reason': gate.get('reason') or '',
+            'failed': [_finding_label(f) for f in findings if not f.get('waived')],
+            'waived': sorted(set(f['check'] for f in findings if f.get('waived'))),
+        }
+    return out
+
+
+def _gate_text(label, gate):
+    status = gate.get('status') or 'skipped'
+    if status == 'skipped':
+        return '%s -' % label
+    if status == 'not_judged':
+        return '%s not judged (no nvidia-smi)' % label if label == 'GPUs' else '%s not judged' % label
+    if status == 'failed':
+        failed = gate.get('failed') or []
+        return '%s FAILED: %s%s' % (label, ', '.join(failed[:3]), ' +%d more' % (len(failed) - 3) if len(failed) > 3 else '')
+    if label == 'GPUs':
+        text = '%d GPU%s ok' % (gate.get('count') or 0, '' if gate.get('count') == 1 else 's')
+    else:
+        text = 'checkpoint ok (%d shards%s)' % (gate.get('count') or 0,
+                                                ', %d hashed files match' % gate['verified'] if gate.get('verified') else '')
+    if gate.get('waived'):
+        text += ', waived: %s' % ', '.join(gate['waived'])
+    return text
+
+
+def _health(summary):
+    """'8 GPUs ok; checkpoint ok (64 shards)' or '-' when no preflight ran for the instance."""
+    if not summary:
+        return '-'
+    return '%s; %s' % (_gate_text('GPUs', summary.get('gpu') or {}), _gate_text('checkpoint', summary.get('checkpoint') or {}))
+
+
+def report_rows(host, deployments, info=None, health=None):
+    """Rows for one host from the server role's ``sglang_deployments`` fact and/or an sglang_info result.
+
+    ``health``: the role's ``sglang_preflight`` fact (unit -> health_summary()); an instance the preflight refused
+    has no deployment and is reported as refused, with what the gates found.
+    """
     rows = []
     info = info or {}
+    health = health or {}
     services = info.get('services') or {}
     packages = (info.get('venv') or {}).get('packages') or {}
     seen = set()
@@ -69,7 +122,15 @@ def report_rows(host, deployments, info=None):
         if dep.get('rolled_back'):
             state += ' (rolled back)'
         rows.append([host, unit, state, _time_to_ready(dep) if dep.get('ready') else '-',
-                     _timeline(dep.get('phases')), _versions(dep.get('packages') or packages), _gpu_memory(dep.get('gpus'))])
+                     _timeline(dep.get('phases')), _versions(dep.get('packages') or packages), _gpu_memory(dep.get('gpus')),
+                     _health(health.get(unit))])
+    for unit, summary in sorted(health.items()):
+        if unit in seen:
+            continue
+        seen.add(unit)
+        refused = any((summary.get(g) or {}).get('status') == 'failed' for g in ('gpu', 'checkpoint'))
+        rows.append([host, unit, 'refused by preflight' if refused else 'preflight passed', '-', '-',
+                     _versions(packages), '-', _health(summary)])
     for unit, facts in sorted(services.items()):
         if unit in seen:
             continue
@@ -80,9 +141,9 @@ def report_rows(host, deployments, info=None):
             state = 'absent'
         since = facts.get('since') or ''
         rows.append([host, unit, state + (' since ' + since if since and state.startswith('active') else ''), '-', '-',
-                     _versions(packages), _gpu_memory(info.get('gpus'))])
+                     _versions(packages), _gpu_memory(info.get('gpus')), '-'])
     if not rows:
-        rows.append([host, '-', 'not reached', '-', '-', '-', '-'])
+        rows.append([host, '-', 'not reached', '-', '-', '-', '-', '-'])
     return rows
 
 

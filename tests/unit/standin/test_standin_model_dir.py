@@ -34,7 +34,7 @@ def test_shard_is_safetensors(tmp_path):
 def test_corrupt_shard_detected(tmp_path):
     path = tmp_path / "bad.safetensors"
     path.write_bytes(b"\xff" * 16)
-    assert model_dir.check_shard(str(path)) == "HeaderTooLarge"
+    assert model_dir.check_shard(str(path)) == "header too large"
 
 
 def test_missing_config(tmp_path):

@@ -70,20 +70,46 @@ def read_model(path):
     return ModelInfo(path, config, index), True
 
 
+# What safetensors raises when it opens a shard: `SafetensorError: Error while deserializing header: TEXT`, with the
+# texts of safetensors 0.6.2 and 0.8.0 (both wheels run on crafted files; the Rust source is
+# safetensors/src/tensor.rs `SafeTensors::read_metadata`: length < 8 -> HeaderTooSmall, length > MAX_HEADER_SIZE
+# (100_000_000) -> HeaderTooLarge, 8 + length > file -> InvalidHeaderLength, header not JSON ->
+# InvalidHeaderDeserialization, and `buffer_end + 8 + n != buffer_len` -> MetadataIncompleteBuffer: a file shorter,
+# or longer, than its header's largest data offset).
+MAX_HEADER_SIZE = 100000000
+
+
 def check_shard(path):
-    """None if `path` is a readable safetensors file, else the reason safetensors would give."""
+    """None if `path` opens as a safetensors file, else the text safetensors' error gives."""
     with open(path, "rb") as handle:
         head = handle.read(8)
+        size = os.fstat(handle.fileno()).st_size
         if len(head) < 8:
-            return "HeaderTooSmall"
+            return "header too small"
         (length,) = struct.unpack("<Q", head)
-        if length > 100 * 1024 * 1024:
-            return "HeaderTooLarge"
+        if length > MAX_HEADER_SIZE:
+            return "header too large"
+        if 8 + length > size:
+            return "invalid header length"
         header = handle.read(length)
     try:
-        json.loads(header.decode("utf-8"))
-    except ValueError:
-        return "InvalidHeaderDeserialization"
+        text = header.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return "invalid UTF-8 in header: %s" % exc
+    try:
+        meta = json.loads(text)
+    except ValueError as exc:
+        return "invalid JSON in header: %s" % exc
+    end = 0
+    for name, info in (meta.items() if isinstance(meta, dict) else ()):
+        if name == "__metadata__":
+            continue
+        try:
+            end = max(end, int(info["data_offsets"][1]))
+        except (TypeError, KeyError, ValueError, IndexError):
+            return "invalid JSON in header: missing field `data_offsets`"
+    if 8 + length + end != size:
+        return "incomplete metadata, file not fully covered"
     return None
 
 
