@@ -21,6 +21,7 @@ from http.client import HTTPConnection
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from sglang_standin import SGLANG_VERSION, faults as faults_mod, flags, generation, logfmt, model_dir, signatures
+from sglang_standin import metrics as metrics_mod
 from sglang_standin.scheduler import GPUS
 
 DEFAULT_PHASE_SECONDS = {"init": 20.0, "weights": 300.0, "kv_cache": 5.0, "cuda_graph": 60.0, "warmup": 5.0}
@@ -550,15 +551,6 @@ class Handler(BaseHTTPRequestHandler):
                      "internal_states": [dict(self.launcher.scheduler_info, last_gen_throughput=0.0)]})
         self.send_body(200, info)
 
-    def metrics(self):
-        if not self.launcher.args.enable_metrics:
-            self.send_body(404, {"detail": "Not Found"})
-            return
-        name = self.launcher.args.served_model_name
-        text = ("# HELP sglang:num_running_reqs The number of running requests.\n# TYPE sglang:num_running_reqs gauge\n"
-                'sglang:num_running_reqs{model_name="%s"} %d.0\n' % (name, self.launcher.in_flight))
-        self.send_body(200, text.encode(), "text/plain; version=0.0.4; charset=utf-8")
-
     # ---- generation ---------------------------------------------------------------------------------------------
     def check_serving(self, body):
         """Common checks of the OpenAI endpoints; returns False after sending an error."""
@@ -673,6 +665,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 POST_ROUTES = {"/generate": "native_generate", "/v1/chat/completions": "chat_completions", "/v1/completions": "completions"}
+metrics_mod.instrument(Handler)  # /metrics, and the requests and generations that move it (metrics.py)
 
 
 def main(argv, prog="launch_server.py"):
