@@ -26,7 +26,8 @@ METRICS = (
     ('info', 'The last deployment of the unit: versions, configuration checksum, systemd run and failure reason '
              '("none" when ready); always 1.'),
     ('ready', 'Whether the last deployment\'s wait saw the server answer a real completion (1) or not (0).'),
-    ('time_to_ready_seconds', 'Start-up time of the last successful deployment: first start-up phase to ready.'),
+    ('time_to_ready_seconds', 'Start-up time of the last deployment that became ready: first start-up phase to ready '
+                              '(a failed deployment keeps the value before it).'),
     ('wait_seconds', 'How long the last deployment\'s wait took.'),
     ('phase_seconds', 'Time spent in each start-up phase during the last deployment (the phase it failed in: until the '
                       'wait ended).'),
@@ -45,6 +46,7 @@ IDENTITY = ('invocation_id', 'config_checksum', 'reason') + tuple(label for _p, 
 _INFO_RE = re.compile(r'^' + PREFIX + r'info\{(?P<labels>.*)\} ')
 _LABEL_RE = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 _READY_RE = re.compile(r'^' + PREFIX + r'ready\{[^}]*\} (?P<value>\S+)$')
+_TTR_RE = re.compile(r'^' + PREFIX + r'time_to_ready_seconds\{[^}]*\} (?P<value>\S+)$')
 _UNESCAPE_RE = re.compile(r'\\(.)')
 MIB = 1024 * 1024
 
@@ -105,8 +107,8 @@ def info_labels(unit, outcome, config_checksum):
 
 
 def parse_previous(text):
-    """(info labels dict, ready value) of a file this module wrote, or (None, None)."""
-    info, ready = None, None
+    """(info labels dict, ready value, time to ready) of a file this module wrote; None for what it lacks."""
+    info, ready, time_to_ready = None, None, None
     for line in (text or '').splitlines():
         match = _INFO_RE.match(line)
         if match:
@@ -114,7 +116,10 @@ def parse_previous(text):
         match = _READY_RE.match(line)
         if match:
             ready = match.group('value')
-    return info, ready
+        match = _TTR_RE.match(line)
+        if match:
+            time_to_ready = float(match.group('value'))
+    return info, ready, time_to_ready
 
 
 def render(unit, outcome, now, config_checksum='', previous=''):
@@ -125,7 +130,7 @@ def render(unit, outcome, now, config_checksum='', previous=''):
     outcome = outcome or {}
     info = info_labels(unit, outcome, config_checksum)
     ready = 1 if outcome.get('ready') else 0
-    old_info, old_ready = parse_previous(previous)
+    old_info, old_ready, old_time_to_ready = parse_previous(previous)
     same = (old_info is not None and old_ready == str(ready) and dict(info)['invocation_id'] != 'none'
             and all(old_info.get(key) == value for key, value in info if key in IDENTITY))
     if same:
@@ -141,10 +146,10 @@ def render(unit, outcome, now, config_checksum='', previous=''):
         'config_changed': [(unit_label, 1 if outcome.get('changed_config') else 0)],
         'timestamp_seconds': [(unit_label, int(now))],
     }
-    if ready:
-        seconds = time_to_ready_seconds(outcome)
-        if seconds is not None:
-            values['time_to_ready_seconds'] = [(unit_label, seconds)]
+    # Of the last deployment that became ready: a failed one keeps the previous file's value.
+    seconds = time_to_ready_seconds(outcome) if ready else old_time_to_ready
+    if seconds is not None:
+        values['time_to_ready_seconds'] = [(unit_label, seconds)]
     gpus = [g for g in (outcome.get('gpus') or []) if isinstance(g, dict)]
     if gpus:
         values['gpus'] = [(unit_label, len(gpus))]

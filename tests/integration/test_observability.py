@@ -128,7 +128,8 @@ def test_prometheus_sees_deploys_failures_and_alerts(fleet, observed):
     (info,) = prom.query('sglang_deploy_info{unit="%s.service"}' % UNIT)
     assert info['metric']['sglang_version'] == '0.5.23+standin' and info['metric']['compressed_tensors_version'] == '0.18.0'
     assert info['metric']['reason'] == 'none' and info['metric']['host'] == target.name
-    assert prom.value('sglang_deploy_time_to_ready_seconds{unit="%s.service"}' % UNIT) > 0
+    time_to_ready = prom.value('sglang_deploy_time_to_ready_seconds{unit="%s.service"}' % UNIT)
+    assert time_to_ready > 0
     phases = dict((r['metric']['phase'], float(r['value'][1])) for r in prom.query('sglang_deploy_phase_seconds'))
     assert {'init', 'weights', 'kv_cache', 'cuda_graph'} <= set(phases), phases
     assert prom.value('sglang_deploy_rolled_back') == 0 and prom.value('sglang_deploy_config_changed') == 1
@@ -151,7 +152,8 @@ def test_prometheus_sees_deploys_failures_and_alerts(fleet, observed):
     (info,) = prom.query('sglang_deploy_info{unit="%s.service"}' % UNIT)
     assert info['metric']['reason'] in ('crash_loop', 'unit_failed'), info
     assert 'cuda_graph' in [r['metric']['phase'] for r in prom.query('sglang_deploy_phase_seconds')]
-    assert not prom.query('sglang_deploy_time_to_ready_seconds')
+    # time to ready stays that of the last deploy that became ready
+    assert prom.value('sglang_deploy_time_to_ready_seconds') == time_to_ready
     # the rolled-back server answers again
     prom.until('sglang target up after the rollback', lambda: prom.query('up{job="sglang"} == 1'))
 

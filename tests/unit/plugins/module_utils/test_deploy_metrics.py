@@ -76,6 +76,13 @@ def test_failed_deployment_says_why_and_where():
     assert not [name for name, _l in values if name in ('sglang_deploy_time_to_ready_seconds', 'sglang_deploy_gpus')]
 
 
+def test_failed_deployment_keeps_the_last_time_to_ready():
+    before = render(UNIT, READY, 1000.0, 'c0ffee')
+    values, _types = samples(render(UNIT, FAILED, 2000.0, 'beef', before))
+    assert one(values, 'sglang_deploy_time_to_ready_seconds') == pytest.approx(39.3)
+    assert one(values, 'sglang_deploy_ready') == 0
+
+
 def test_a_wait_that_never_ran_still_renders():
     values, _types = samples(render(UNIT, {'failed': True, 'msg': 'boom'}, 1.0))
     assert one(values, 'sglang_deploy_ready') == 0
