@@ -21,12 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from test_server_role import completion, host, role_vars  # noqa: F401  (host: the stand-in host fixture)
+from test_server_role import VENV, completion, host, role_vars  # noqa: F401  (host: the stand-in host fixture)
 
 SERVER_PLAYBOOK = 'tests/integration/playbooks/server_role.yml'
 MONITORING_PLAYBOOK = 'tests/integration/playbooks/monitoring.yml'
 ROLE_FILES = Path(__file__).resolve().parents[2] / 'roles' / 'monitoring' / 'files'
 UNIT = 'sglang-obs'
+STATE_DIR = '/var/lib/sglang/sglang-obs'  # the unit's state dir: removed with it by the host fixture
 PORT = 30040
 DEADLINE = 180  # an upper bound for Prometheus to see a change; never a timing assertion
 MONITORING_VARS = {
@@ -90,14 +91,20 @@ def observed(fleet, host):
     """The role's host with the stand-in deployed on 0.0.0.0 and Prometheus + node_exporter on it; cleaned up after."""
     target, units = host
     units.append(UNIT)
+    # nvidia-smi of 8 GPUs whose memory follows the stand-in's schedulers (as tests/fleet/demo_prepare.yml does)
+    script = '#!/bin/sh\nSGLANG_STANDIN_STATE_DIR=%s exec %s/bin/sglang-standin-nvidia-smi "$@"\n' % (STATE_DIR, VENV)
+    fleet.run(target, 'cat > /usr/local/bin/nvidia-smi && chmod 0755 /usr/local/bin/nvidia-smi', input=script, check=True)
     yield target
     fleet.run(target, 'systemctl stop prometheus prometheus-node-exporter; '
                       'apt-get purge -y -q prometheus prometheus-node-exporter >/dev/null; '
-                      'rm -rf /etc/prometheus /var/lib/prometheus /etc/default/prometheus-node-exporter')
+                      'rm -rf /etc/prometheus /var/lib/prometheus /etc/default/prometheus-node-exporter /usr/local/bin/nvidia-smi')
 
 
-def deploy(fleet, target, **overrides):
-    variables = role_vars(target, UNIT, PORT, sglang_host='0.0.0.0', **overrides)
+def deploy(fleet, target, fault=None):
+    env = {'SGLANG_STANDIN_PACE': '0.01', 'SGLANG_STANDIN_STATE_DIR': STATE_DIR}
+    if fault:
+        env['SGLANG_STANDIN_FAULT'] = fault
+    variables = role_vars(target, UNIT, PORT, sglang_host='0.0.0.0', sglang_env=env)
     return fleet.playbook(SERVER_PLAYBOOK, variables)
 
 
@@ -133,6 +140,7 @@ def test_prometheus_sees_deploys_failures_and_alerts(fleet, observed):
     phases = dict((r['metric']['phase'], float(r['value'][1])) for r in prom.query('sglang_deploy_phase_seconds'))
     assert {'init', 'weights', 'kv_cache', 'cuda_graph'} <= set(phases), phases
     assert prom.value('sglang_deploy_rolled_back') == 0 and prom.value('sglang_deploy_config_changed') == 1
+    assert prom.value('sglang_deploy_gpus') == 8 and prom.value('sglang_deploy_gpu_memory_used_bytes') > 0
     # SGLang's own metrics move with requests
     requests_before = prom.value('sum(sglang:num_requests_total{unit="%s.service"})' % UNIT)
     for _ in range(3):
@@ -145,7 +153,7 @@ def test_prometheus_sees_deploys_failures_and_alerts(fleet, observed):
     assert rerun.rc == 0 and ' changed=0 ' in rerun.stdout, rerun
 
     # a failed deploy: crash in CUDA graph capture, rolled back to the configuration that served
-    failed = deploy(fleet, target, sglang_env={'SGLANG_STANDIN_PACE': '0.01', 'SGLANG_STANDIN_FAULT': 'crash@cuda_graph:oom'})
+    failed = deploy(fleet, target, fault='crash@cuda_graph:oom')
     assert failed.rc != 0 and 'previous configuration' in failed.stdout, failed
     prom.until_value('sglang_deploy_ready{unit="%s.service"}' % UNIT, 0)
     prom.until_value('sglang_deploy_rolled_back{unit="%s.service"}' % UNIT, 1)
