@@ -112,11 +112,14 @@ def test_prometheus_sees_deploys_failures_and_alerts(fleet, observed):
     target = observed
     first = deploy(fleet, target)
     assert first.rc == 0, first
-    monitored = fleet.playbook(MONITORING_PLAYBOOK, dict(MONITORING_VARS, target_hosts=target.name,
-                                                         monitoring_sglang_hosts=[target.name]))
+    monitoring_vars = dict(MONITORING_VARS, target_hosts=target.name, monitoring_sglang_hosts=[target.name])
+    # check mode on a host without the packages: runs, and installs or writes nothing
+    checked = fleet.playbook(MONITORING_PLAYBOOK, monitoring_vars, check=True)
+    assert checked.rc == 0, checked
+    assert fleet.run(target, 'ls /etc/prometheus || dpkg -s prometheus-node-exporter').returncode != 0
+    monitored = fleet.playbook(MONITORING_PLAYBOOK, monitoring_vars)
     assert monitored.rc == 0, monitored
-    again = fleet.playbook(MONITORING_PLAYBOOK, dict(MONITORING_VARS, target_hosts=target.name,
-                                                     monitoring_sglang_hosts=[target.name]))
+    again = fleet.playbook(MONITORING_PLAYBOOK, monitoring_vars)
     assert again.rc == 0 and ' changed=0 ' in again.stdout, again
     for check in (['promtool', 'check', 'config', '/etc/prometheus/prometheus.yml'],
                   ['promtool', 'check', 'rules', '/etc/prometheus/rules/llmops-sglang.rules.yml']):
