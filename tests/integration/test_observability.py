@@ -138,6 +138,8 @@ def test_prometheus_sees_deploys_failures_and_alerts(fleet, observed):
     (info,) = prom.query('sglang_deploy_info{unit="%s.service"}' % UNIT)
     assert info['metric']['sglang_version'] == '0.5.23+standin' and info['metric']['compressed_tensors_version'] == '0.18.0'
     assert info['metric']['reason'] == 'none' and info['metric']['host'] == target.name
+    good_checksum = info['metric']['config_checksum']
+    assert len(good_checksum) == 12, info
     time_to_ready = prom.value('sglang_deploy_time_to_ready_seconds{unit="%s.service"}' % UNIT)
     assert time_to_ready > 0
     phases = dict((r['metric']['phase'], float(r['value'][1])) for r in prom.query('sglang_deploy_phase_seconds'))
@@ -162,6 +164,7 @@ def test_prometheus_sees_deploys_failures_and_alerts(fleet, observed):
     prom.until_value('sglang_deploy_rolled_back{unit="%s.service"}' % UNIT, 1)
     (info,) = prom.query('sglang_deploy_info{unit="%s.service"}' % UNIT)
     assert info['metric']['reason'] in ('crash_loop', 'unit_failed'), info
+    assert info['metric']['config_checksum'] not in (good_checksum, 'unknown'), info  # the failed configuration's
     assert 'cuda_graph' in [r['metric']['phase'] for r in prom.query('sglang_deploy_phase_seconds')]
     # time to ready stays that of the last deploy that became ready
     assert prom.value('sglang_deploy_time_to_ready_seconds') == time_to_ready
@@ -207,3 +210,8 @@ def test_prometheus_sees_deploys_failures_and_alerts(fleet, observed):
         completion(fleet, target, PORT)
     for title, expr in dashboard_queries():
         prom.until('%s: %s returns series' % (title, expr), lambda expr=expr: prom.query(expr))
+
+    # removing the instance removes its deployment metrics
+    removed = fleet.playbook(SERVER_PLAYBOOK, role_vars(target, UNIT, PORT, sglang_state='absent'))
+    assert removed.rc == 0, removed
+    assert fleet.run(target, 'ls -A /var/lib/prometheus/node-exporter', check=True).stdout.split() == []
