@@ -135,6 +135,7 @@ def test_prometheus_sees_deploys_failures_and_alerts(fleet, observed):
     assert prom.value('up{job="sglang", host="%s", unit="%s.service"}' % (target.name, UNIT)) == 1
     # the deployment: ready, how long, which phases, versions
     prom.until_value('sglang_deploy_ready{unit="%s.service"}' % UNIT, 1)
+    assert prom.value('node_textfile_scrape_error') == 0  # node_exporter parsed the file
     (info,) = prom.query('sglang_deploy_info{unit="%s.service"}' % UNIT)
     assert info['metric']['sglang_version'] == '0.5.23+standin' and info['metric']['compressed_tensors_version'] == '0.18.0'
     assert info['metric']['reason'] == 'none' and info['metric']['host'] == target.name
