@@ -21,7 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from test_server_role import VENV, completion, host, role_vars  # noqa: F401  (host: the stand-in host fixture)
+from test_server_role import VENV, completion, role_vars
+# the stand-in host fixture
+from test_server_role import host  # noqa: F401  pylint: disable=unused-import
 
 SERVER_PLAYBOOK = 'tests/integration/playbooks/server_role.yml'
 MONITORING_PLAYBOOK = 'tests/integration/playbooks/monitoring.yml'
@@ -130,8 +132,10 @@ def test_prometheus_sees_deploys_failures_and_alerts(fleet, observed):
 
     prom = Prometheus(target.address)
     # every target up: sglang's /metrics (no API key needed), node_exporter, Prometheus itself
-    prom.until('all targets up', lambda: (lambda t: len(t) == 3 and all(x['health'] == 'up' for x in t) and t)(
-        prom.get('/api/v1/targets')['activeTargets']))
+    def all_up():
+        targets = prom.get('/api/v1/targets')['activeTargets']
+        return len(targets) == 3 and all(t['health'] == 'up' for t in targets)
+    prom.until('all targets up', all_up)
     assert prom.value('up{job="sglang", host="%s", unit="%s.service"}' % (target.name, UNIT)) == 1
     # the deployment: ready, how long, which phases, versions
     prom.until_value('sglang_deploy_ready{unit="%s.service"}' % UNIT, 1)
@@ -149,7 +153,7 @@ def test_prometheus_sees_deploys_failures_and_alerts(fleet, observed):
     assert prom.value('sglang_deploy_gpus') == 8 and prom.value('sglang_deploy_gpu_memory_used_bytes') > 0
     # SGLang's own metrics move with requests
     requests_before = prom.value('sum(sglang:num_requests_total{unit="%s.service"})' % UNIT)
-    for _ in range(3):
+    for _request in range(3):
         completion(fleet, target, PORT)
     prom.until('3 more requests', lambda: prom.value('sum(sglang:num_requests_total)') >= requests_before + 3)
     (tokens,) = prom.query('sglang:max_total_num_tokens')
@@ -207,7 +211,7 @@ def test_prometheus_sees_deploys_failures_and_alerts(fleet, observed):
     assert not missing, 'alert expressions that never returned series: %s' % missing
 
     # every dashboard query evaluates and returns series (after traffic, the failed deploy and the restart)
-    for _ in range(2):
+    for _request in range(2):
         completion(fleet, target, PORT)
     for title, expr in dashboard_queries():
         prom.until('%s: %s returns series' % (title, expr), lambda expr=expr: prom.query(expr))

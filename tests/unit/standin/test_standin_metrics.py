@@ -4,7 +4,7 @@ import pytest
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from standin_helpers import STANDIN_DIR  # noqa: F401  (puts the stand-in's source on sys.path)
+import standin_helpers  # noqa: F401  pylint: disable=unused-import
 from sglang_standin import metrics as metrics_mod
 
 SCHEDULER_LABELS = {"model_name", "engine_type", "tp_rank", "pp_rank", "moe_ep_rank"}
