@@ -131,8 +131,9 @@ def test_prometheus_sees_deploys_failures_and_alerts(fleet, observed):
     assert files == ['.%s.prom.staged' % UNIT, '%s.prom' % UNIT], files
 
     prom = Prometheus(target.address)
-    # every target up: sglang's /metrics (no API key needed), node_exporter, Prometheus itself
+
     def all_up():
+        """sglang's /metrics (no API key needed), node_exporter, Prometheus itself."""
         targets = prom.get('/api/v1/targets')['activeTargets']
         return len(targets) == 3 and all(t['health'] == 'up' for t in targets)
     prom.until('all targets up', all_up)
