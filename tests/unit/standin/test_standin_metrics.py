@@ -69,7 +69,6 @@ def test_metrics_names_types_labels_and_movement(launch, standin_python, model_d
     assert value(after, "sglang:http_requests", **chat_path) == value(before, "sglang:http_requests", **chat_path) + 2
     assert value(after, "sglang:http_responses", status_code="200", **chat_path) >= 2
     assert value(after, "sglang:http_requests", endpoint="/metrics", method="GET") >= 1
-    assert value(after, "sglang:gen_throughput") > 0
     # a request refused for its key still counts as an HTTP request, with its status
     assert server.request("GET", "/v1/models")[0] == 401
     refused = families(server.request("GET", "/metrics")[1])
@@ -115,6 +114,16 @@ def test_queue_and_token_usage_follow_requests_in_flight():
     assert value(fams, "sglang:weight_memory_usage_gb") == 1.0
     registry.generation_ended(250, 10, None, 0.1, False)
     assert value(families(registry.render()), "sglang:num_aborted_requests", model_name="m") == 1
+
+
+def test_gen_throughput_counts_the_last_ten_seconds():
+    now = [100.0]
+    registry = metrics_mod.Metrics(FakeLauncher(), clock=lambda: now[0])
+    registry.generation_started(20)
+    registry.generation_ended(20, 10, 50, 0.5, False)
+    assert value(families(registry.render()), "sglang:gen_throughput") == 5.0
+    now[0] += registry.THROUGHPUT_WINDOW + 1
+    assert value(families(registry.render()), "sglang:gen_throughput") == 0.0
 
 
 @pytest.mark.parametrize("number,text", [(1, "1.0"), (0.5, "0.5"), (float("inf"), "+Inf"), (12000000.0, "1.2e+07"),
