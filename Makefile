@@ -43,7 +43,7 @@ $(VENV_NEW)/.done: requirements.txt tests/requirements.txt
 	@test -n "$(PY_NEW)" || { echo "Python 3.12 not found (set PY_NEW=/path/to/python3.12)"; exit 1; }
 	$(PY_NEW) -m venv $(VENV_NEW)
 	$(VENV_NEW)/bin/pip install -q --upgrade pip
-	$(VENV_NEW)/bin/pip install -q -r requirements.txt 'ansible-core>=2.21,<2.22' pytest
+	$(VENV_NEW)/bin/pip install -q -r requirements.txt 'ansible-core>=2.21,<2.22' pytest 'prometheus-client>=0.17'
 	touch $@
 
 $(COLLECTION_LINK):

@@ -35,12 +35,18 @@ def _timeline(phases):
     return ' > '.join('%s %.1f' % (p.get('name'), float(p.get('at') or 0) - start) for p in phases)
 
 
-def _time_to_ready(dep):
-    """Start-up time: first phase to ready; the wait's own elapsed time when no phases were seen."""
+def time_to_ready_seconds(dep):
+    """Start-up time in seconds: first phase to ready; the wait's own elapsed time when no phases were seen."""
     phases = dep.get('phases') or []
     if phases and phases[-1].get('name') == 'ready':
-        return _seconds(float(phases[-1].get('at') or 0) - float(phases[0].get('at') or 0))
-    return _seconds(dep.get('elapsed'))
+        return float(phases[-1].get('at') or 0) - float(phases[0].get('at') or 0)
+    if dep.get('elapsed') is None or dep.get('elapsed') == '':
+        return None
+    return float(dep.get('elapsed'))
+
+
+def _time_to_ready(dep):
+    return _seconds(time_to_ready_seconds(dep))
 
 
 def _versions(packages):

@@ -73,8 +73,11 @@ BASE_RECIPE = {
 # What the roles may install from the distribution on a managed host; apt adds their dependencies and recommends.
 # python3-apt: ansible.builtin.apt installs it on first use. acl: become_user to an unprivileged user needs setfacl.
 MIRROR_APT_RECIPE = {
-    "revision": 1,
+    "revision": 2,
     "packages": ["python3-dev", "python3.11-dev", "python3-requests", "python3-jmespath", "python3-pip", "python3-apt", "acl"],
+    # The monitoring role installs these with --no-install-recommends; their recommends (node-exporter's collector
+    # scripts, smartmontools...) stay out of the mirror.
+    "packages_without_recommends": ["prometheus", "prometheus-node-exporter"],
 }
 
 # Each inner list is one `pip download` (pip refuses two versions of one project in a single call).
@@ -518,6 +521,9 @@ def download_debs(base, work_dir):
         run(["chroot", str(merged), "apt-get", "update", "-q"], capture=True, env=env)
         run(["chroot", str(merged), "apt-get", "install", "--download-only", "-y", "-q"] + MIRROR_APT_RECIPE["packages"],
             capture=True, env=env)
+        if MIRROR_APT_RECIPE.get("packages_without_recommends"):
+            run(["chroot", str(merged), "apt-get", "install", "--download-only", "--no-install-recommends", "-y", "-q"]
+                + MIRROR_APT_RECIPE["packages_without_recommends"], capture=True, env=env)
         debs = sorted((merged / "var" / "cache" / "apt" / "archives").glob("*.deb"))
         if not debs:
             raise FleetError("apt downloaded nothing for %s" % " ".join(MIRROR_APT_RECIPE["packages"]))

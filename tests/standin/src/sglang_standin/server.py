@@ -22,6 +22,7 @@ from http.client import HTTPConnection
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from sglang_standin import SGLANG_VERSION, faults as faults_mod, flags, generation, logfmt, model_dir, signatures
+from sglang_standin import metrics as metrics_mod
 from sglang_standin.scheduler import GPUS
 from sglang.srt import server_args as server_args_module
 
@@ -798,15 +799,6 @@ class Handler(BaseHTTPRequestHandler):
                      "internal_states": [dict(launcher.scheduler_info, last_gen_throughput=0.0)]})
         self.send_body(200, info)
 
-    def metrics(self):
-        if not self.launcher.args.enable_metrics:
-            self.send_body(404, {"detail": "Not Found"})
-            return
-        name = self.launcher.args.served_model_name
-        text = ("# HELP sglang:num_running_reqs The number of running requests.\n# TYPE sglang:num_running_reqs gauge\n"
-                'sglang:num_running_reqs{model_name="%s"} %d.0\n' % (name, len(self.launcher.client.rid_to_state) if self.launcher.client else 0))
-        self.send_body(200, text.encode(), "text/plain; version=0.0.4; charset=utf-8")
-
     # ---- generation ---------------------------------------------------------------------------------------------
     def check_serving(self, body):
         """No model check and no refusal while draining (0.5.23 entrypoints/openai/serving_chat.py,
@@ -926,6 +918,7 @@ class FollowerHandler(Handler):
         path = self.path.split("?", 1)[0]
         self.send_body(405 if path in ("/ping", "/health", "/health_generate") else 404,
                        {"detail": "Method Not Allowed" if path in ("/ping", "/health", "/health_generate") else "Not Found"})
+metrics_mod.instrument(Handler)  # /metrics, and the requests and generations that move it (metrics.py)
 
 
 POST_ROUTES = {"/freeze_gc": "freeze_gc", "/generate": "native_generate", "/v1/chat/completions": "chat_completions", "/v1/completions": "completions"}
