@@ -639,6 +639,11 @@ class Launcher(object):
     def context_len(self):
         return self.scheduler_info.get("context_len") or self.args.context_length or self.model.context_length
 
+    @property
+    def in_flight(self):
+        """Requests rank 0's scheduler holds now (what /metrics counts as running or queued)."""
+        return len(self.client.rid_to_state) if self.client else 0
+
 
 class Handler(BaseHTTPRequestHandler):
     launcher = None
