@@ -196,13 +196,27 @@ def test_secrets_stay_secret(fleet, host):
                             extra_args=['--diff', '-v'])
     assert result.rc == 0, result
     unit = 'sglang-t6.service'
-    pid = unit_show(fleet, target, unit, 'MainPID')['MainPID']
+    # What SGLang 0.5.23 itself shows (the stand-in does the same): the key in its `server_args=` log line, in
+    # /server_info's fields and launch_command; both endpoints are asked with the key, as an operator would.
+    info = fleet.run(target, ['python3', '-c', 'import sys, urllib.request as u\n'
+                              'for path in ("/server_info", "/get_server_info"):\n'
+                              '  req = u.Request("http://127.0.0.1:30060" + path, headers={"Authorization": "Bearer " + sys.argv[1]})\n'
+                              '  print(u.urlopen(req, timeout=10).read().decode())', key], check=True).stdout
+    assert 'launch_command' in info and '--model-path' in info, info
+    # Every process of the unit (the launcher and its scheduler children): command line and environment.
+    procs = fleet.run(target, 'cat /sys/fs/cgroup%s/cgroup.procs' % unit_show(fleet, target, unit, 'ControlGroup')['ControlGroup'],
+                      check=True).stdout.split()
+    assert len(procs) > 1, procs
     for secret in (key, token):
         assert secret not in result.stdout and secret not in result.stderr
-        # Not in the unit, any log (journal fields such as _CMDLINE included) or the server's command line.
-        leaks = fleet.run(target, 'grep -rl -- %s /etc/systemd/system /var/log /proc/%s/cmdline; '
-                                  'journalctl -o verbose -u %s | grep -c -- %s' % (secret, pid, unit, secret)).stdout
+        assert secret not in info
+        # Not in the unit, any log (journal fields such as _CMDLINE included), a command line or the environment.
+        leaks = fleet.run(target, 'grep -rl -- %s /etc/systemd/system /etc/sglang/sglang-t6.env /var/log %s; '
+                                  'journalctl -o verbose -u %s | grep -c -- %s'
+                                  % (secret, ' '.join('/proc/%s/cmdline' % p for p in procs), unit, secret)).stdout
         assert leaks.strip() == '0', leaks
+    environ = fleet.run(target, 'for p in %s; do tr "\\0" "\\n" < /proc/$p/environ; done' % ' '.join(procs), check=True).stdout
+    assert key not in environ and 'SGLANG_API_KEY' not in environ, 'the key is in a process environment of %s' % unit
     # Only root-only files hold them: the EnvironmentFiles and the last-known-good copy.
     holders = fleet.run(target, 'grep -rl -- %s /etc /var/lib' % key, check=True).stdout.split()
     assert sorted(holders) == ['/etc/sglang/sglang-t6.secrets.env', '/var/lib/sglang/sglang-t6/last-good/secrets.env']
