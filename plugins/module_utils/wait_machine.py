@@ -25,7 +25,8 @@ from collections import namedtuple
 
 from ansible_collections.llmops.sglang.plugins.module_utils.journal_digest import JournalDigest
 from ansible_collections.llmops.sglang.plugins.module_utils.probe import (
-    BAD, COMPLETION_PROBES, MODEL_INFO_PATH, MODELS_PATH, OK, PROBE_PATHS, REFUSED, REJECTED, TIMEOUT, join_url,
+    BAD, COMPLETION_PROBES, MODEL_INFO_PATH, MODELS_PATH, OK, PROBE_PATHS, REFUSED, REJECTED, TIMEOUT, UNSERVED_MODEL_HINT,
+    join_url,
 )
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_signatures import (
     PHASES, phase_by_name, phase_index, phase_label,
@@ -104,6 +105,7 @@ class WaitMachine(object):
         self.timeouts = 0
         self.attempts = 0
         self._bad = 0
+        self._verifying = False
         # activity (for stall detection)
         self.last_activity = now
         # end
@@ -317,6 +319,8 @@ class WaitMachine(object):
             return None
 
         self.attempts += 1
+        if self._verifying and step == 'models' and o.kind != REFUSED:
+            return self._verify_model(o)
         if o.kind == REJECTED:
             if step == 'models' and o.status == 404:
                 self.stage = 'model_info'
@@ -329,13 +333,14 @@ class WaitMachine(object):
             self.port_open = False
             self.stage = 'connect'
             self._bad = 0
+            self._verifying = False
             self._next_probe_soon(now)
             return None
         if o.kind == TIMEOUT:
             self.timeouts += 1
         if step in ('models', 'model_info'):
             if o.kind == OK:
-                self.model = o.value
+                self.model = o.value[0] if isinstance(o.value, list) else o.value
                 self.stage = self.final_step
                 self.next_probe = now
                 return None
@@ -350,6 +355,12 @@ class WaitMachine(object):
             return None
         if o.kind == OK:
             self.ready_outcome = o
+            if self.cfg.model and step in COMPLETION_PROBES:
+                # SGLang answers a completion whatever model it names: only the served ids say whether it is this one
+                self._verifying = True
+                self.stage = 'models'
+                self.next_probe = now
+                return None
             return 'ready'
         if o.kind == BAD:
             self._bad += 1
@@ -360,6 +371,18 @@ class WaitMachine(object):
             self._bad = 0
         self._next_probe_soon(now)
         return None
+
+    def _verify_model(self, o):
+        """After a completion answered: is the model it named one of the server's ids? (SGLang 0.5.23 answers a
+        completion for any model name with 200: entrypoints/openai/serving_chat.py has no model check; only
+        GET /v1/models/{m} answers 404, http_server.py:2025-2040.) A server without /v1/models is not judged."""
+        self._verifying = False
+        served = o.value if o.kind == OK and isinstance(o.value, list) else []
+        if served and self.cfg.model not in served:
+            self.failure = {'reason': 'rejected', 'step': 'models', 'kind': 'model', 'served': served,
+                            'outcome': o._replace(kind=REJECTED, value=UNSERVED_MODEL_HINT % ', '.join(served))}
+            return 'fail'
+        return 'ready'
 
     # ----------------------------------------------------------------- results
     def _target(self):
@@ -461,6 +484,9 @@ class WaitMachine(object):
                 return msg, SILENT_AFTER_READY_HINT
             return msg, TIMEOUT_HINT
         o = f['outcome']
+        if reason == 'rejected' and f.get('kind') == 'model':
+            return ("%s does not serve model '%s': GET %s lists %s" % (
+                self.cfg.url, self.cfg.model, MODELS_PATH, ', '.join(f['served']))), o.value
         if reason == 'rejected':
             return '%s rejected the probe: %s' % (self._endpoint(f['step']), o.detail), o.value
         # bad_response

@@ -73,6 +73,9 @@ options:
     description:
       - Model name sent in completions. When omitted it is discovered from C(GET /v1/models) (first id) or
         C(GET /model_info) (C(served_model_name)).
+      - When given, it is checked after the completion answered, against the ids C(GET /v1/models) lists (SGLang
+        answers a completion for any model name); a name the server does not serve fails with I(reason=rejected)
+        and a hint naming the served ids. A server without C(/v1/models) is not judged.
     type: str
   prompt:
     description:

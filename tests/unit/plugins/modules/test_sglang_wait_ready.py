@@ -110,6 +110,18 @@ def test_endpoint_only_ready_with_model_discovery(server, capsys):
     assert SECRET not in res['_raw']
 
 
+def test_a_model_the_server_does_not_serve_is_caught(server, capsys):
+    """Like SGLang 0.5.23: the completion answers 200 whatever the model, /v1/models lists what is served."""
+    server.routes['/v1/models'] = (200, {'object': 'list', 'data': [{'id': 'kimi-k2.6', 'object': 'model'}]}, 0)
+    server.routes['/v1/chat/completions'] = (200, chat_body('OK'), 0)
+    res = run_module({'url': server.url, 'model': 'kimi-k2', 'timeout': 30}, capsys)
+    assert res['failed'] and res['reason'] == 'rejected' and res['ready'] is False
+    assert "does not serve model 'kimi-k2': GET /v1/models lists kimi-k2.6" in res['msg'], res['msg']
+    assert 'kimi-k2.6' in res['hint']
+    res = run_module({'url': server.url, 'model': 'kimi-k2.6', 'timeout': 30}, capsys)
+    assert res['ready'] is True and res['probe']['model'] == 'kimi-k2.6'
+
+
 def test_endpoint_only_waits_through_503(server, capsys):
     calls = []
 
