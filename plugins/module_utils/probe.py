@@ -29,8 +29,9 @@ MODEL_INFO_PATH = '/model_info'
 
 # Outcome kinds: ok (this step passed), wait (not yet: try again), rejected (a 4xx that
 # will not change: fail now), bad (answered, but not a valid answer), refused (nothing
-# listens), timeout (no answer in time).
-OK, WAIT, REJECTED, BAD, REFUSED, TIMEOUT = 'ok', 'wait', 'rejected', 'bad', 'refused', 'timeout'
+# listens), timeout (no answer in time), foreign (the port is open, but no process of the
+# watched unit holds it: another server answers there).
+OK, WAIT, REJECTED, BAD, REFUSED, TIMEOUT, FOREIGN = 'ok', 'wait', 'rejected', 'bad', 'refused', 'timeout', 'foreign'
 
 Request = namedtuple('Request', ['method', 'url', 'path', 'headers', 'body'])
 Outcome = namedtuple('Outcome', ['kind', 'status', 'detail', 'value', 'latency'])

@@ -25,7 +25,7 @@ from collections import namedtuple
 
 from ansible_collections.llmops.sglang.plugins.module_utils.journal_digest import JournalDigest
 from ansible_collections.llmops.sglang.plugins.module_utils.probe import (
-    BAD, COMPLETION_PROBES, MODEL_INFO_PATH, MODELS_PATH, OK, PROBE_PATHS, REFUSED, REJECTED, TIMEOUT, UNSERVED_MODEL_HINT,
+    BAD, COMPLETION_PROBES, FOREIGN, MODEL_INFO_PATH, MODELS_PATH, OK, PROBE_PATHS, REFUSED, REJECTED, TIMEOUT, UNSERVED_MODEL_HINT,
     join_url,
 )
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_signatures import (
@@ -315,6 +315,11 @@ class WaitMachine(object):
                 self.next_probe = now
             else:
                 self.port_open = False
+                if self._http_bind_failure() is not None:
+                    # uvicorn could not bind and the port is not this unit's: SGLang 0.5.23 now polls /model_info
+                    # 120 x 1 s and SIGKILLs itself (http_server.py:449-468, :2370); the verdict is known already
+                    self.failure = {'reason': 'unit_failed', 'kind': 'http_port_in_use', 'outcome': o}
+                    return 'fail'
                 self._next_probe_soon(now)
             return None
 
@@ -370,6 +375,13 @@ class WaitMachine(object):
         else:
             self._bad = 0
         self._next_probe_soon(now)
+        return None
+
+    def _http_bind_failure(self):
+        """The line of this run in which uvicorn said `[Errno 98] ... address already in use`, or None."""
+        for fatal in self.digest.fatals:
+            if fatal.name == 'http_port_in_use' and fatal.run == self.digest.run:
+                return fatal
         return None
 
     def _verify_model(self, o):
@@ -440,6 +452,12 @@ class WaitMachine(object):
             return 'still waiting after %s' % elapsed, None
         reason = self.reason()
         cause, hint, _sig = self.digest.cause()
+        if reason == 'unit_failed' and f.get('kind') == 'http_port_in_use':
+            o, bind = f['outcome'], self._http_bind_failure()
+            held = o.detail if o.kind == FOREIGN else 'no process of %s listens on it' % unit
+            msg = ('%s cannot serve: its HTTP server could not bind its port (%s), and %s; SGLang kills itself when '
+                   'its warmup gives up, about 2 minutes later' % (unit, bind.summary if bind else cause, held))
+            return msg, o.value if o.kind == FOREIGN and isinstance(o.value, str) else hint
         if reason == 'unit_failed':
             if f.get('before_wait'):
                 msg = '%s had already failed when the wait began (%s)' % (unit, self._unit_how())

@@ -364,7 +364,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.llmops.sglang.plugins.module_utils.nvidia_smi import parse_query_gpu, query_cmd
 from ansible_collections.llmops.sglang.plugins.module_utils.probe import (
-    COMPLETION_PROBES, PROBES, Outcome, OK, WAIT, build_request, classify_error, classify_http,
+    COMPLETION_PROBES, FOREIGN, PROBES, Outcome, OK, build_request, classify_error, classify_http,
 )
 from ansible_collections.llmops.sglang.plugins.module_utils.procfs import (
     cgroup_procs_paths, listening_inodes, parse_pids, socket_inode,
@@ -399,9 +399,9 @@ PROGRESS_GPU_EVERY = 30.0
 SETTLE_READS = 2            # extra journal reads after a unit failure when no cause was found yet
 SETTLE_DELAY = 0.3
 SECRET_HEADER_RE = re.compile(r'(?i)authorization|api[-_]?key|token|secret|cookie')
-FOREIGN_DETAIL = 'port %d accepts connections, but no process of %s listens on it'
-FOREIGN_HINT = ("Another process holds port %d (an old server?): find it with `ss -ltnp 'sport = :%d'` and stop it; "
-                "SGLang would fail with 'address already in use' once loaded.")
+FOREIGN_DETAIL = 'port %d accepts connections, but no process of %s listens on it (%s)'
+FOREIGN_HINT = ("Another process holds port %d (%s): stop it (`ss -ltnp 'sport = :%d'` shows it) or give the server "
+                "another port; SGLang fails with 'address already in use' once loaded.")
 
 ARGUMENT_SPEC = dict(
     unit=dict(type='str'),
@@ -484,6 +484,7 @@ class Host(object):
         self.env = {'LC_ALL': 'C', 'SYSTEMD_PAGER': '', 'SYSTEMD_COLORS': '0'}
         self.journal_warning = None
         self._foreign_inodes = None
+        self._holder = (None, None)
 
     def show(self):
         rc, out, err = self.module.run_command(show_cmd(self.systemctl, self.unit), environ_update=self.env)
@@ -564,6 +565,22 @@ class Host(object):
         self._foreign_inodes = inodes
         return False
 
+    def port_holder(self):
+        """Who holds the foreign listening socket port_owner found: 'pid N: command line', looked up once per socket."""
+        inodes = self._foreign_inodes or set()
+        if self._holder[0] != inodes:
+            self._holder = (inodes, 'held by a process this user cannot see')
+            for pid in [d for d in os.listdir('/proc') if d.isdigit()]:
+                try:
+                    fds = os.listdir('/proc/%s/fd' % pid)
+                except OSError:
+                    continue
+                if any(socket_inode(_readlink('/proc/%s/fd/%s' % (pid, fd))) in inodes for fd in fds):
+                    cmdline = (_read('/proc/%s/cmdline' % pid) or '').replace('\0', ' ').strip()
+                    self._holder = (inodes, 'held by pid %s: %s' % (pid, cmdline[:200] or '?'))
+                    break
+        return self._holder[1]
+
     def gpus(self):
         if not self.nvidia_smi:
             return []
@@ -581,6 +598,13 @@ def _read(path):
         with open(path, encoding='utf-8', errors='replace') as f:
             return f.read()
     except (IOError, OSError):
+        return None
+
+
+def _readlink(path):
+    try:
+        return os.readlink(path)
+    except OSError:
         return None
 
 
@@ -795,8 +819,9 @@ def main():
                 known = props or machine.props
                 if outcome.kind == OK and known is not None and host.port_owner(http.port, known) is False:
                     # a 200 from a port proves nothing when another process (an old server) holds it
-                    outcome = Outcome(WAIT, None, FOREIGN_DETAIL % (http.port, params['unit']),
-                                      FOREIGN_HINT % (http.port, http.port), outcome.latency)
+                    holder = host.port_holder()
+                    outcome = Outcome(FOREIGN, None, FOREIGN_DETAIL % (http.port, params['unit'], holder),
+                                      FOREIGN_HINT % (http.port, holder, http.port), outcome.latency)
                 probe = ('connect', outcome)
             elif plan.probe_step is not None:
                 probe = (plan.probe_step, http.request(plan.probe_step, machine.model, plan.request_timeout))
