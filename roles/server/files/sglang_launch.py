@@ -3,18 +3,18 @@
 
 SGLang 0.5.23 takes the key only as --api-key, and then shows it in three places (paths in sglang/srt/):
 - the command line: /proc/PID/cmdline and the journal's _CMDLINE field. The key is never in argv here.
-- /server_info's `launch_command`: the argv given to prepare_server_args (server_args.py:714-717, :297-300).
+- /server_info's `launch_command`: the argv given to prepare_server_args (server_args.py:717, :302-305).
   prepare_server_args gets the argv without the key, and the key is set on the ServerArgs record it returns, before
-  resolution seals it (server_args.py:244-261, :474-488); the auth middleware reads it from there
+  resolution seals it (server_args.py:244-261, :474-494); the auth middleware reads it from there
   (arg_groups/fields/serving.py:160, projected into get_serving(); entrypoints/http_server.py:2888-2897).
 - every dump of the record: `server_args={...}` logged at INFO by the main process (entrypoints/engine.py:1185,
   :173-174, which redacts only watermark fields) and /server_info's fields (utils/common.py:3589,
   entrypoints/http_server.py:863-891) come from ServerArgs.resolved_dict (server_args.py:316): it answers with the
   key masked in this process. The schedulers are spawned (engine.py:1995) with a pickled copy of the record
-  (server_args.py:497-506), whose resolved dict /server_info shows as internal_states
+  (server_args.py:498-506), whose resolved dict /server_info shows as internal_states
   (managers/scheduler_components/internal_state.py:48): their copy carries no key (they never use it).
 Anything else this process logs passes a log record factory that masks the key (installed before SGLang configures
-logging: basicConfig(force=True) replaces handlers, not the factory; server_args.py:703, utils/common.py:2631).
+logging: basicConfig(force=True) replaces handlers, not the factory; server_args.py:703-708, utils/common.py:2631-2637).
 """
 
 import logging
