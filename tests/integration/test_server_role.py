@@ -251,3 +251,48 @@ def test_check_mode_on_a_host_without_the_unit(fleet, host):
     check = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-never', 30080), check=True, extra_args=['--diff'])
     assert check.rc == 0, check
     fleet.run(target, 'test ! -e /etc/systemd/system/sglang-never.service', check=True)
+
+
+def test_check_mode_on_a_fresh_host_without_python3_apt(fleet, host):
+    """apt's check mode needs python3-apt, which a fresh Debian 12 host lacks: the role asks dpkg instead."""
+    target, _units = host
+    fleet.run(target, 'dpkg --remove python3-apt python3-dev && ! dpkg -s python3-apt', check=True)
+    state = ("dpkg-query -W -f='${Package} ${db:Status-Status}\\n' | sort | md5sum; ls /etc/systemd/system /etc/sglang "
+             "/usr/local/lib 2>&1 | md5sum")
+    before = fleet.run(target, state, check=True).stdout
+    check = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-fresh', 30085), check=True, extra_args=['--diff'])
+    assert check.rc == 0, check
+    assert 'python3-apt must be installed' not in check.stdout
+    would = re.search(r'would install: ([^\'"\n]*)', check.stdout)
+    assert would and 'python3-dev' in would.group(1).split(), check
+    assert fleet.run(target, state, check=True).stdout == before, 'check mode changed the host'
+    fleet.run(target, 'test ! -e /etc/systemd/system/sglang-fresh.service && ! dpkg -s python3-apt', check=True)
+
+
+def unit_state(fleet, host, name):
+    return fleet.run(host, 'systemctl show -p InvocationID -p MainPID -p ActiveState %s.service; md5sum '
+                           '/etc/systemd/system/%s.service /etc/sglang/%s.env' % (name, name, name), check=True).stdout
+
+
+@pytest.mark.parametrize('server_args, extra_args, variable, words', [
+    ({'mem-fraction-static': '0.9 x'}, [], "sglang_server_args['mem-fraction-static']",
+     "sglang serve: error: argument --mem-fraction-static: invalid float value: '0.9 x'"),
+    ({}, ['--log-level', 'info', '--no-such-flag'], 'sglang_extra_args[2]',
+     'sglang serve: error: unrecognized arguments: --no-such-flag'),
+])
+def test_a_refused_argv_fails_before_the_old_server_stops(fleet, host, server_args, extra_args, variable, words):
+    target, units = host
+    units.append('sglang-t9')
+    deployed = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t9', 30095))
+    assert deployed.rc == 0, deployed
+    before = unit_state(fleet, target, 'sglang-t9')
+    base = role_vars(target, 'sglang-t9', 30095)['sglang_server_args']
+    for check_mode in (True, False):
+        result = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t9', 30095, sglang_server_args=dict(base, **server_args),
+                                                    sglang_extra_args=extra_args), check=check_mode)
+        assert result.rc != 0, result
+        # SGLang's own words (the venv's parser), the variable, and that nothing changed.
+        assert variable in result.stdout and words in result.stdout, result
+        assert 'keeps its running configuration' in result.stdout, result
+        assert unit_state(fleet, target, 'sglang-t9') == before
+    assert completion(fleet, target, 30095)['choices'], 'the old server still answers'
