@@ -8,7 +8,7 @@ from sglang_standin import SGLANG_VERSION, server
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "serve":
-        return server.main(argv[1:], prog="sglang serve")
+        return server.main(argv[1:])
     parser = argparse.ArgumentParser(prog="sglang")
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("serve", help="Launch the SGLang server.", add_help=False)

@@ -1,9 +1,11 @@
 """The SGLang 0.5.23 command line, as one table (the only place that knows the flags).
 
 Unknown flags fail exactly like SGLang's argparse parser: `usage: ...` then
-`launch_server.py: error: unrecognized arguments: --foo`, exit code 2.
+`sglang serve: error: unrecognized arguments: --foo` (prog `sglang serve` under every entry point), exit code 2.
 """
 import argparse
+
+from sglang_standin import logfmt
 
 ATTENTION_BACKENDS = ["triton", "fa3", "fa4", "flashinfer", "flashmla", "trtllm_mla", "cutedsl_mla", "trtllm_mha",
                       "torch_native", "flex_attention", "aiter", "wave", "ascend", "intel_amx"]
@@ -67,7 +69,8 @@ FLAGS = [
     (("--dist-init-addr", "--nccl-init-addr"), "str", None, None),
     (("--json-model-override-args",), "str", "{}", None),
     (("--model-loader-extra-config",), "str", "{}", None),
-    (("--cuda-graph-max-bs",), "int", None, None),
+    (("--cuda-graph-backend-decode",), "str", None, ["full", "breakable", "disabled"]),
+    (("--cuda-graph-backend-prefill",), "str", None, ["full", "breakable", "disabled"]),
     (("--cuda-graph-max-bs-decode",), "int", None, None),
     (("--cuda-graph-max-bs-prefill",), "int", None, None),
     (("--cuda-graph-bs",), "ints", None, None),
@@ -80,10 +83,8 @@ FLAGS = [
     (("--enable-multimodal",), "bool", False, None),
     (("--enable-nccl-nvls",), "bool", False, None),
     (("--enable-symm-mem",), "bool", False, None),
-    (("--disable-cuda-graph",), "bool", False, None),
     (("--disable-radix-cache",), "bool", False, None),
     (("--enable-torch-compile",), "bool", False, None),
-    (("--enable-dp-attention",), "bool", False, None),
     (("--enable-mixed-chunk",), "bool", False, None),
     (("--enable-cache-report",), "bool", False, None),
     (("--enable-deterministic-inference",), "bool", False, None),
@@ -96,9 +97,36 @@ FLAGS = [
 KINDS = {"str": str, "int": int, "float": float}
 
 
-def build_parser(prog="launch_server.py"):
-    """The argparse parser of ServerArgs.add_cli_args, from the FLAGS table."""
-    parser = argparse.ArgumentParser(prog=prog)
+def _deprecation_warning(message):
+    """0.5.23 `arg_groups/argparse_actions.py:28-29`: logger.warning in yellow. It runs inside parse_args, before
+    prepare_server_args' logging.basicConfig, so Python's last-resort handler prints the bare message on stderr."""
+    logfmt.raw_stderr("\033[1;33m%s\033[0m" % message)
+
+
+class DeprecatedStoreTrueAction(argparse.Action):
+    """0.5.23 `arg_groups/argparse_actions.py:77-100`: stores True and warns, naming the replacement."""
+
+    def __init__(self, option_strings, dest, new_flag=None, nargs=0, const=True, default=False, **kwargs):
+        self.new_flag = new_flag
+        super(DeprecatedStoreTrueAction, self).__init__(option_strings, dest, nargs=nargs, const=const,
+                                                        default=default, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        replacement = " Use '%s' instead." % self.new_flag if self.new_flag else ""
+        _deprecation_warning("'%s' is deprecated and will be removed in a future release.%s"
+                             % (option_string, replacement))
+        setattr(namespace, self.dest, True)
+
+
+# Deprecated spellings 0.5.23 registers by hand (`server_args.py:407-424`).
+DEPRECATED = [
+    (("--disable-cuda-graph",), "disable_cuda_graph", "--cuda-graph-backend-{decode,prefill}=disabled"),
+    (("--enable-dp-attention",), "enable_dp_attention", "--attn-dp-size <dp-size>"),
+]
+
+
+def add_cli_args(parser):
+    """ServerArgs.add_cli_args: every flag of the table on `parser`."""
     for names, kind, default, choices in FLAGS:
         kwargs = {"default": default}
         if kind == "bool":
@@ -110,24 +138,23 @@ def build_parser(prog="launch_server.py"):
             if choices:
                 kwargs["choices"] = choices
         if names[0] == "--model-path":
-            kwargs["required"] = True
+            kwargs["required"] = True  # 0.5.23 arg_groups/arg_utils.py:413-416: no default -> required
         parser.add_argument(*names, **kwargs)
-    return parser
+    for names, dest, new_flag in DEPRECATED:
+        parser.add_argument(*names, dest=dest, action=DeprecatedStoreTrueAction, new_flag=new_flag)
 
 
-def parse_args(argv, prog="launch_server.py"):
-    """Parse like SGLang (exit 2 with argparse's message on unknown flags) and fill derived defaults."""
-    args = build_parser(prog).parse_args(argv)
-    if args.served_model_name is None:
-        args.served_model_name = args.model_path
-    if args.tokenizer_path is None:
-        args.tokenizer_path = args.model_path
-    return args
+def resolve(server_args):
+    """The few resolutions the stand-in needs (0.5.23 does them in `resolve_once`, `server_args.py:244-300`)."""
+    if getattr(server_args, "served_model_name", None) is None:
+        server_args.served_model_name = server_args.model_path
+    if getattr(server_args, "tokenizer_path", None) is None:
+        server_args.tokenizer_path = server_args.model_path
+    return server_args
 
 
-def public_args(args):
-    """The server args as SGLang reports them, with the api key masked (secrets never leave the process)."""
-    shown = dict(vars(args))
-    if shown.get("api_key"):
-        shown["api_key"] = "<redacted>"
-    return shown
+def resolved_dict(server_args):
+    """Every field with its value, the API key included: 0.5.23 redacts only the watermark fields
+    (`entrypoints/engine.py:173-174`, `sampling/watermarking/core.py` WATERMARK_SECRET_FIELD_NAMES)."""
+    hidden = {"watermark_key", "watermark_key_b", "watermark_config"}
+    return {name: value for name, value in vars(server_args).items() if not name.startswith("_") and name not in hidden}

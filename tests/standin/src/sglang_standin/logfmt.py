@@ -101,3 +101,8 @@ def format_capture_bar(bs, avail_gb, done, total, elapsed):
 def _clock(seconds):
     seconds = int(seconds)
     return "%02d:%02d" % (seconds // 60, seconds % 60)
+
+
+def raw_stderr(text):
+    """A bare line on stderr (what Python's last-resort logging handler prints before logging is configured)."""
+    _write(STDERR, text if text.endswith("\n") else text + "\n")

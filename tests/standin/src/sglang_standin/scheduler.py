@@ -55,7 +55,8 @@ class Scheduler(object):
         self.faults = Faults.from_dict(conf["faults"])
         self.pace = conf["pace"]
         self.durations = conf["durations"]
-        self.log = logfmt.Logger("TP%d" % self.rank)
+        # configure_scheduler_process (0.5.23 managers/scheduler.py:6270-6298): " TPn" only when tp_size > 1
+        self.log = logfmt.Logger("TP%d" % self.rank if self.args["tp_size"] > 1 else "")
         self.status = os.fdopen(conf["status_fd"], "w", buffering=1)
         self.commands = os.fdopen(conf["cmd_fd"], "r")
         self.model = model_dir.read_model(self.args["model_path"])[0]
@@ -122,7 +123,7 @@ class Scheduler(object):
         logfmt.event("crash", phase=self.phase, cause=cause, rank=self.rank)
         os.kill(os.getppid(), signal.SIGQUIT)
         time.sleep(60)
-        os._exit(1)
+        os._exit(0)  # run_scheduler_process returns after the SIGQUIT (managers/scheduler.py:6368-6380)
 
     def fault(self, phase):
         """Apply crash@phase: scheduler_exception/oom_killer hit one rank, oom/nccl every rank."""
@@ -148,7 +149,7 @@ class Scheduler(object):
     def phase_init(self):
         self.enter("init")
         started = time.time()
-        self.log.info("Init torch distributed begin.")
+        self.log.info("Init parallel begin.")  # 0.5.23 distributed/bootstrap.py:115
         self.maybe_hang()
         self.sleep(self.durations["init"])
         if self.conf["gpu_kind"] in ("b300", "rtx_pro_6000"):
@@ -162,7 +163,7 @@ class Scheduler(object):
         self.send(type="phase_done", phase="init")
         self.wait_go()  # rendezvous of the whole TP group (across nodes)
         self.used_gb = 0.62
-        self.log.info("Init torch distributed ends. elapsed=%.2f s, mem usage=%.2f GB" % (time.time() - started, self.used_gb))
+        self.log.info("Init parallel ends. elapsed=%.2f s" % (time.time() - started))  # distributed/bootstrap.py:190
 
     def phase_weights(self):
         self.enter("weights")
@@ -193,8 +194,17 @@ class Scheduler(object):
             if self.rank == 0:
                 self.log.raw(logfmt.format_tqdm(desc, done, len(shards), time.time() - started))
         self.fault("weights")
-        self.log.info("Load weight end. elapsed=%.2f s, type=%s, dtype=torch.bfloat16, avail mem=%.2f GB, mem usage=%.2f GB."
-                      % (time.time() - started, self.model.architecture, self.avail_gb, weight_gb))
+        # 0.5.23 model_executor/model_runner.py:1372-1380 + configs/model_config.py:1899-1919 (quant=, no dtype=)
+        quant = self.model.quant_config
+        quant_str = ""
+        if quant:
+            quant_str = "quant=%s" % quant.get("quant_method", "quantized")
+            for field in ("bits", "quant_algo", "fmt", "requantization_method"):
+                if field in quant:
+                    quant_str += ", %s=%s" % (field, quant[field])
+            quant_str += ", "
+        self.log.info("Load weight end. elapsed=%.2f s, type=%s, %savail mem=%.2f GB, mem usage=%.2f GB."
+                      % (time.time() - started, self.model.architecture, quant_str, self.avail_gb, weight_gb))
         self.barrier("weights")
 
     def barrier(self, phase):
@@ -228,10 +238,12 @@ class Scheduler(object):
             kv_gb = self.max_total_tokens * per_token / float(1024 ** 3)
         self.used_gb += kv_gb
         self.publish_gpu_state()
+        # 0.5.23 mem_cache/memory_pool.py:2073-2099
         if self.model.is_mla:
-            self.log.info("KV Cache is allocated. #tokens: %d, KV size: %.2f GB" % (self.max_total_tokens, kv_gb))
+            self.log.info("KV Cache is allocated. dtype: torch.bfloat16, #tokens: %d, KV size: %.2f GB"
+                          % (self.max_total_tokens, kv_gb))
         else:
-            self.log.info("KV Cache is allocated. #tokens: %d, K size: %.2f GB, V size: %.2f GB"
+            self.log.info("KV Cache is allocated. dtype: torch.bfloat16, #tokens: %d, K size: %.2f GB, V size: %.2f GB"
                           % (self.max_total_tokens, kv_gb / 2, kv_gb / 2))
         self.log.info("Memory pool end. avail mem=%.2f GB" % self.avail_gb)
         self.barrier("kv_cache")
@@ -239,16 +251,29 @@ class Scheduler(object):
     def capture_sizes(self):
         if self.args["cuda_graph_bs"]:
             return sorted(self.args["cuda_graph_bs"], reverse=True)
-        max_bs = self.args["cuda_graph_max_bs_decode"] or self.args["cuda_graph_max_bs"] or 256
+        max_bs = self.args["cuda_graph_max_bs_decode"] or 256
         sizes = [1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 160, 192, 224, 256, 320, 384, 448, 512]
         return sorted([bs for bs in sizes if bs <= max_bs] or [max_bs], reverse=True)
 
     def phase_cuda_graph(self):
-        if self.args["disable_cuda_graph"]:
-            return
+        if self.args["disable_cuda_graph"] or self.args.get("cuda_graph_backend_decode") == "disabled":
+            return  # capture_decode_graph returns before its begin line (cuda_graph_setup.py:730-733)
         self.enter("cuda_graph")
         started = time.time()
-        self.log.info("Capture cuda graph begin. This can take up to several minutes. avail mem=%.2f GB" % self.avail_gb)
+        # 0.5.23 model_executor/model_runner_components/cuda_graph_setup.py:495-500 (prefill, default disabled here),
+        # :757-762 (decode begin), :786-791 (decode end)
+        prefill = self.args.get("cuda_graph_backend_prefill")
+        if prefill in ("full", "breakable"):
+            self.log.info("Capture target prefill CUDA graph begin. backend=%s, num_tokens=%s, avail mem=%.2f GB"
+                          % (prefill, [512, 1024, 2048, 4096, 8192], self.avail_gb))
+            self.log.info("Capture target prefill CUDA graph end. elapsed=%.2f s, mem usage=0.50 GB, avail mem=%.2f GB."
+                          % (time.time() - started, self.avail_gb - 0.5))
+            self.used_gb += 0.5
+        else:
+            self.log.info("Disable prefill CUDA graph because cuda_graph_config resolved prefill.backend='disabled' "
+                          "(e.g. via --cuda-graph-backend-prefill=disabled or auto-disable rules).")
+        self.log.info("Capture target decode CUDA graph begin. backend=%s, num_tokens_per_req=1, avail mem=%.2f GB"
+                      % (self.args.get("cuda_graph_backend_decode") or "full", self.avail_gb))
         self.maybe_hang()
         if model_dir.python_headers_missing():  # Triton JIT-compiles its driver at the first captured kernel
             gcc, message = signatures.triton_python_h(model_dir.python_include_dir())
@@ -266,8 +291,8 @@ class Scheduler(object):
                 self.fault("cuda_graph")
         self.used_gb += graph_gb
         self.publish_gpu_state()
-        self.log.info("Capture cuda graph end. Time elapsed: %.2f s. mem usage=%.2f GB. avail mem=%.2f GB."
-                      % (time.time() - started, graph_gb, self.avail_gb))
+        self.log.info("Capture target decode CUDA graph end. bs=%s, elapsed=%.2f s, mem usage=%.2f GB, avail mem=%.2f GB."
+                      % (sorted(sizes), time.time() - started, graph_gb, self.avail_gb))
         self.barrier("cuda_graph")
 
     # ---- serving --------------------------------------------------------------------------------------------
@@ -275,9 +300,11 @@ class Scheduler(object):
         context_len = self.args["context_length"] or self.model.context_length
         chunked = self.args["chunked_prefill_size"] or 8192
         running = self.args["max_running_requests"] or min(4096, max(1, self.max_total_tokens // 64))
-        self.log.info("max_total_num_tokens=%d, chunked_prefill_size=%d, max_prefill_tokens=%d, max_running_requests=%d, "
-                      "context_len=%d, available_gpu_mem=%.2f GB"
-                      % (self.max_total_tokens, chunked, self.args["max_prefill_tokens"], running, context_len, self.avail_gb))
+        if self.rank == 0:  # 0.5.23 managers/scheduler.py:1267-1276: tp_rank 0 only
+            self.log.info("max_total_num_tokens=%d, chunked_prefill_size=%d, max_prefill_tokens=%d, "
+                          "max_running_requests=%d, context_len=%d, available_gpu_mem=%.2f GB"
+                          % (self.max_total_tokens, chunked, self.args["max_prefill_tokens"], running, context_len,
+                             self.avail_gb))
         self.phase = "serving"
         self.send(type="ready", max_total_num_tokens=self.max_total_tokens, max_running_requests=running,
                   context_len=context_len, chunked_prefill_size=chunked)
@@ -294,8 +321,10 @@ class Scheduler(object):
     def generate(self, msg):
         first = self.generations == 0
         self.generations += 1
+        # 0.5.23 managers/scheduler_components/metrics_reporter.py:753-778
         self.log.info("Prefill batch, #new-seq: 1, #new-token: %d, #cached-token: 0, token usage: 0.00, #running-req: 0, "
-                      "#queue-req: 0, " % msg["prompt_tokens"])
+                      "#queue-req: 0, #pending-token: 0, cuda graph: False, input throughput (token/s): %.2f"
+                      % (msg["prompt_tokens"], 1000.0 * msg["prompt_tokens"]))
         if first:  # the first batch pays the JIT/warmup cost
             if self.faults.hangs_in("warmup"):
                 logfmt.event("hang", phase="warmup", rank=self.rank)

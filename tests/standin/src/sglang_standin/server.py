@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 import uuid
 from http import HTTPStatus
 from http.client import HTTPConnection
@@ -22,10 +23,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from sglang_standin import SGLANG_VERSION, faults as faults_mod, flags, generation, logfmt, model_dir, signatures
 from sglang_standin.scheduler import GPUS
+from sglang.srt.server_args import prepare_server_args
 
 DEFAULT_PHASE_SECONDS = {"init": 20.0, "weights": 300.0, "kv_cache": 5.0, "cuda_graph": 60.0, "warmup": 5.0}
 UNGUARDED_PREFIXES = ("/health", "/ready", "/metrics")  # never need the api key
-STARTING, UP, DRAINING = "Starting", "Up", "Draining"
+STARTING, UP, UNHEALTHY = "Starting", "Up", "UnHealthy"  # managers/io_struct ServerStatus
 
 
 def phase_seconds(environ):
@@ -40,14 +42,17 @@ def phase_seconds(environ):
     return seconds
 
 
-def kill_tree(children, code_for_log=None):
-    """SGLang's kill_process_tree(include_parent=True): SIGKILL every child, then this process."""
+def kill_process_tree(log, children, include_parent=True):
+    """0.5.23 utils/common.py:2507-2560 kill_process_tree: an INFO line, SIGKILL to every child, then (include_parent)
+    SIGKILL to this process itself (systemd: status=9/KILL)."""
+    log.info("kill_process_tree called: parent_pid=%d, include_parent=%s, pid=%d" % (os.getpid(), include_parent, os.getpid()))
     for child in children:
         try:
             child.kill()
         except OSError:
             pass
-    os.kill(os.getpid(), signal.SIGKILL)
+    if include_parent:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 class SchedulerClient(object):
@@ -61,6 +66,8 @@ class SchedulerClient(object):
         self.lock = threading.Lock()
         self.pending = {}
         self.next_id = 0
+        self.rid_to_state = {}  # in-flight requests by SGLang rid (the drain counts and names them)
+        self.last_receive = 0.0
 
     def delivered(self, rid):
         """Tell the scheduler a counted response reached the client (exit_after_requests crashes only after that)."""
@@ -79,6 +86,7 @@ class SchedulerClient(object):
     def _read(self):
         for line in self.status_file:
             msg = json.loads(line)
+            self.last_receive = time.time()
             if msg.get("type") == "result":
                 with self.lock:
                     slot = self.pending.pop(msg["id"], None)
@@ -87,14 +95,15 @@ class SchedulerClient(object):
                     slot["event"].set()
         # The scheduler is gone: requests sent to it stay unanswered (SGLang's tokenizer manager waits forever).
 
-    def submit(self, prompt, prompt_tokens, max_tokens, thinking, counted=False, timeout=None):
-        """(ids, finish_reason), or None on timeout / while the server drains with a dead scheduler."""
+    def submit(self, prompt, prompt_tokens, max_tokens, thinking, counted=False, timeout=None, rid_prefix=""):
+        """(ids, finish_reason, id), or None on timeout."""
         slot = {"event": threading.Event(), "result": None}
+        sglang_rid = rid_prefix + uuid.uuid4().hex
         with self.lock:
             self.next_id += 1
             rid = self.next_id
             self.pending[rid] = slot
-            self.launcher.in_flight += 1
+            self.rid_to_state[sglang_rid] = rid
         try:
             msg = {"type": "generate", "id": rid, "prompt": prompt, "prompt_tokens": prompt_tokens,
                    "max_tokens": max_tokens, "thinking": thinking, "counted": counted}
@@ -104,18 +113,14 @@ class SchedulerClient(object):
                     self.cmd_file.flush()
             except (OSError, ValueError):
                 pass  # dead scheduler: the request hangs like in SGLang
-            deadline = None if timeout is None else time.monotonic() + timeout
-            while not slot["event"].wait(0.2):
-                if deadline is not None and time.monotonic() > deadline:
-                    return None
-                if self.launcher.status == DRAINING and self.proc.poll() is not None:
-                    return None
-            result = slot["result"] or {}
+            if not slot["event"].wait(timeout):
+                return None
+            result = slot["result"]
             return result["ids"], result["finish_reason"], rid
         finally:
             with self.lock:
                 self.pending.pop(rid, None)
-                self.launcher.in_flight -= 1
+                self.rid_to_state.pop(sglang_rid, None)
 
 
 class Launcher(object):
@@ -133,90 +138,155 @@ class Launcher(object):
         self.children = []
         self.cmd_files = []
         self.status_files = []
-        self.status = STARTING
-        self.in_flight = 0
+        self.status = STARTING          # tokenizer_manager.server_status: Starting, Up, UnHealthy
+        self.gracefully_exit = False    # set by the SIGTERM handler (tokenizer_manager.py:4065-4070)
         self.client = None
         self.httpd = None
         self.scheduler_info = {}
         self.created = int(time.time())
-        self.shutting_down = False
+        self.peers = []                 # node-to-node connections (the NCCL/TCPStore emulation)
+        self.shutdown_broadcast = False  # rank >= 1: rank 0's ShutdownReq arrived
+        self.watchdog_stopped = False
+        self.running_phase = False      # the tokenizer manager's loop handlers are in place
+        self.follower_sigterm = None    # node_rank >= 1 after the load
         self.local_ranks = max(1, args.tp_size // max(1, args.nnodes))
 
     # ---- failure paths --------------------------------------------------------------------------------------
     def die(self, cause):
-        """End a failed server: the tree and this process get SIGKILL (SGLang's kill_process_tree)."""
+        """kill_process_tree(os.getpid()): the children and this process get SIGKILL."""
         logfmt.event("crash", phase="main", cause=cause)
-        kill_tree(self.children)
+        kill_process_tree(self.log, self.children)
 
-    def on_sigquit(self, signum, frame):
+    def launch_phase_sigquit(self, signum, frame):
+        """0.5.23 entrypoints/engine.py:1976-1982 (until the tokenizer manager's loop replaces it)."""
         self.log.error(signatures.SIGQUIT_LINE)
         self.die("sigquit")
 
-    def on_sigterm(self, signum, frame):
-        if self.shutting_down:
-            return
-        self.shutting_down = True
-        self.log.warning("SIGTERM received. signum=%d frame=None. Draining requests and shutting down..." % signum)
-        self.status = DRAINING
-        thread = threading.Thread(target=self.drain_and_exit, name="drain")
-        thread.daemon = True
-        thread.start()
+    def running_phase_sigquit(self, signum=None, frame=None):
+        """0.5.23 managers/tokenizer_manager.py:4072-4082 (installed with the SIGTERM handler, first request on)."""
+        self.log.error(signatures.SIGQUIT_RUNNING)
+        self.watchdog_stopped = True
+        self.die("sigquit")
 
-    def drain_and_exit(self):
-        """No drain timeout (as SGLang): wait for in-flight requests, stop the schedulers, exit 0."""
+    def on_sigterm(self, signum=None, frame=None):
+        """0.5.23 managers/tokenizer_manager.py:4065-4070: a loop signal handler, so signum/frame are None; the
+        requests keep coming in (nothing refuses them), the drain is the sigterm_watchdog below."""
+        self.log.warning("SIGTERM received. signum=None frame=None. Draining requests and shutting down...")
+        self.gracefully_exit = True
+
+    def install_running_handlers(self):
+        """auto_create_handle_loop (tokenizer_manager.py:2440-2462), first run by the warmup's first request. (Python
+        sets handlers in the main thread only: the dispatchers installed at start switch on this flag.)"""
+        self.running_phase = True
+
+    def dispatch_sigterm(self, signum, frame):
+        if self.follower_sigterm is not None:
+            self.follower_sigterm()
+        elif self.running_phase:
+            self.on_sigterm()
+        else:  # no handler yet: the default action, the process ends by SIGTERM (systemd: 15/TERM)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    def dispatch_sigquit(self, signum, frame):
+        if self.running_phase:
+            self.running_phase_sigquit()
+        else:
+            self.launch_phase_sigquit(signum, frame)
+
+    def sigterm_watchdog(self):
+        """0.5.23 managers/tokenizer_manager.py:3508-3571: poll every 5 s (x pace) for the SIGTERM flag, drain with no
+        timeout, ShutdownReq to every TP rank (all nodes), wait <= 15 s for the schedulers, exit 0."""
+        step = 5.0 * self.pace
+        while not self.gracefully_exit:
+            time.sleep(step)
         logfmt.event("shutdown", phase="drain")
-        if self.client is None:  # still loading: nothing to drain, schedulers are stopped at once
-            for child in self.children:
-                child.kill()
-            os._exit(0)
-        while self.in_flight > 0:
-            time.sleep(0.05)
+        while True:
+            with self.client.lock:
+                rids = list(self.client.rid_to_state)
+            if self.status == UNHEALTHY:
+                self.log.error("Signal SIGTERM received while health check failed. Force exiting.")
+                break
+            self.log.info("Gracefully exiting... Remaining number of requests %d. Remaining requests remaining_rids=%r."
+                          % (len(rids), rids))
+            if rids:
+                time.sleep(step)
+            else:
+                break
+        self.watchdog_stopped = True
+        self.broadcast_shutdown()
+        deadline = time.monotonic() + 15
+        for child in self.children:
+            while child.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+        stragglers = [child.pid for child in self.children if child.poll() is None]
+        if stragglers:
+            self.log.warning("Schedulers still alive 15s after ShutdownReq, killing them before they released: %s"
+                             % stragglers)
+        kill_process_tree(self.log, self.children, include_parent=False)
+        # The server stop hook: uvicorn shuts down (uvicorn/server.py:282, lifespan/on.py:67-76, server.py:110-113),
+        # launch_server returns, launch_server.py's `finally` runs kill_process_tree(include_parent=False), exit 0.
+        self.log.uvicorn("Shutting down")
+        self.log.uvicorn("Waiting for application shutdown.")
+        self.log.uvicorn("Application shutdown complete.")
+        self.log.uvicorn("Finished server process [%d]" % os.getpid())
+        kill_process_tree(self.log, [], include_parent=False)
+        logfmt.event("shutdown", phase="exit")
+        os._exit(0)
+
+    def broadcast_shutdown(self):
+        """ShutdownReq: the local schedulers exit, and rank 0's scheduler broadcasts it to the other nodes' ranks."""
         for cmd in self.cmd_files:
             try:
                 cmd.write(json.dumps({"type": "shutdown"}) + "\n")
                 cmd.flush()
             except (OSError, ValueError):
                 pass
-        deadline = time.monotonic() + 15
-        for child in self.children:
-            while child.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.05)
-            if child.poll() is None:
-                child.kill()
-        logfmt.event("shutdown", phase="exit")
-        os._exit(0)
+        for conn in self.peers:
+            try:
+                conn.sendall(b"shutdown\n")
+            except OSError:
+                pass
 
     # ---- startup --------------------------------------------------------------------------------------------
     def run(self):
-        signal.signal(signal.SIGQUIT, self.on_sigquit)
-        signal.signal(signal.SIGTERM, self.on_sigterm)
+        # During the load only the launch-phase SIGQUIT handler exists (engine.py:1982): SIGTERM kills (15/TERM).
+        signal.signal(signal.SIGQUIT, self.dispatch_sigquit)
+        signal.signal(signal.SIGTERM, self.dispatch_sigterm)
         logfmt.event("start", phase="main", start_number=self.faults.start_number)
-        self.log.info("server_args=ServerArgs(%s)" % ", ".join(
-            "%s=%r" % item for item in sorted(flags.public_args(self.args).items())))
         if self.faults.crash_in("init") == "port_in_use":
             self.port_in_use()
+        # 0.5.23 entrypoints/engine.py:1185 (after PortArgs.init_new, before the schedulers start), on every node:
+        # the resolved fields with only the watermark ones redacted, so `'api_key': 'KEY'` is in the journal.
+        self.log.info("server_args=%s" % (flags.resolved_dict(self.args),))
         self.spawn_schedulers()
         self.wait_for_schedulers()
         if self.args.node_rank > 0:
-            # Only node 0 serves HTTP; the others keep their schedulers running.
-            while True:
-                time.sleep(3600)
+            self.serve_follower()
         self.serve_http()
 
     def port_in_use(self):
+        """PortArgs.init_new's port checks (0.5.23 server_args.py:868-888, utils/network.py:64-105): 30 x 1 s (x pace),
+        a log line at 15, 20, 25 s, then logger.exception + the uncaught ValueError: exit 1, before any child."""
         nccl_port = self.args.port + 21
-        for _attempt in range(3):
-            self.log.warning("nccl_port %d: Port is already in use. You can kill the corresponding process or use "
-                             "another port." % nccl_port)
-            time.sleep(10 * self.pace)
+        for second in range(30):
+            if second > 10 and second % 5 == 0:
+                self.log.warning("The port %d is in use, but we could not find the process that uses it." % nccl_port)
+            time.sleep(1.0 * self.pace)
+        logfmt.event("crash", phase="main", cause="port_in_use")
+        self.log.error("Port is already in use. dist_init_port=%d port_base=%d detokenizer_port=%d nccl_port=%d "
+                       "scheduler_input_port=%d" % (self.args.port + 233, self.args.port + 234, self.args.port + 235,
+                                                    nccl_port, self.args.port + 238))
         self.log.raw(signatures.port_unavailable("nccl_port", nccl_port))
-        self.die("port_in_use")
+        kill_process_tree(self.log, [], include_parent=False)  # launch_server.py:85-86
+        os._exit(1)
 
     def spawn_schedulers(self):
         public = vars(self.args)
-        sched_args = {key: public[key] for key in (
+        sched_args = {key: public.get(key) for key in (
+            "cuda_graph_backend_decode", "cuda_graph_backend_prefill",
             "model_path", "tp_size", "disable_custom_all_reduce", "mem_fraction_static", "max_total_tokens",
-            "cuda_graph_bs", "cuda_graph_max_bs", "cuda_graph_max_bs_decode", "disable_cuda_graph",
+            "cuda_graph_bs", "cuda_graph_max_bs_decode", "disable_cuda_graph",
             "context_length", "chunked_prefill_size", "max_running_requests", "max_prefill_tokens")}
         for index in range(self.local_ranks):
             status_r, status_w = os.pipe()
@@ -266,18 +336,18 @@ class Launcher(object):
         selector.close()
 
     def scheduler_died_during_init(self, index):
-        time.sleep(0.5)  # under KillMode=control-group the SIGTERM reaching this process may still be on its way
-        if self.shutting_down:  # stopped by SIGTERM: the drain thread exits 0
-            while True:
-                time.sleep(1)
+        """0.5.23 _wait_for_scheduler_ready (entrypoints/engine.py:2014-2042) polls every 5 s and raises
+        RuntimeError; launch_server.py's `finally` kills the other children (kill_process_tree(include_parent=False),
+        launch_server.py:85-86), then Python prints the traceback and exits 1 (systemd: status=1/FAILURE)."""
         child = self.children[index]
         try:
-            code = child.wait(timeout=5)
+            code = child.wait(timeout=10)  # _scheduler_died_error: proc.join(timeout=10)
         except subprocess.TimeoutExpired:
             code = None
-        self.log.error("Rank %d scheduler died during initialization (exit code: %s)" % (index, code))
-        self.log.raw(signatures.init_failed())
-        self.die("scheduler_died")
+        logfmt.event("crash", phase="main", cause="scheduler_died")
+        kill_process_tree(self.log, self.children, include_parent=False)
+        self.log.raw(signatures.scheduler_died(index, code, self.args.node_rank))
+        os._exit(1)
 
     def rendezvous(self):
         """torch.distributed's TCPStore at --dist-init-addr across --nnodes (single node: nothing to do)."""
@@ -325,18 +395,24 @@ class Launcher(object):
                 time.sleep(1)
 
     def watch_peer(self, conn):
-        """Keep the connection to the other node open, as NCCL's are: when that node's process dies, this one's
-        next collective fails, so a multi-node server dies as a whole (and a waiter on any node sees it)."""
+        """Keep the connection to the other node open, as NCCL's are. Rank 0's ShutdownReq travels on it
+        (`shutdown`): a rank >= 1 node's schedulers then exit and so does its main process. When the other node's
+        process dies instead, this one's next collective fails, so a multi-node server dies as a whole."""
         peer = "%s<%d>" % conn.getpeername()[:2]
+        self.peers.append(conn)
 
         def watch():
             conn.settimeout(None)
+            reader = conn.makefile("rb")
             try:
-                while conn.recv(64):
-                    pass
+                for line in reader:
+                    if line.strip() == b"shutdown" and self.args.node_rank > 0:
+                        self.shutdown_broadcast = True
+                        self.broadcast_shutdown()  # to the local schedulers: they leave their event loop
+                        return
             except OSError:
                 pass
-            if self.shutting_down:
+            if self.gracefully_exit or self.watchdog_stopped or self.shutdown_broadcast:
                 return
             self.log.raw(signatures.main_traceback(signatures.LAUNCH_FRAMES, signatures.NCCL_REMOTE % {"peer": peer}))
             self.die("nccl_remote")
@@ -345,46 +421,95 @@ class Launcher(object):
         thread.daemon = True
         thread.start()
 
+    # ---- node_rank >= 1 -------------------------------------------------------------------------------------
+    def serve_follower(self):
+        """0.5.23 entrypoints/engine.py:1232-1290: no tokenizer manager; SIGTERM only logs (the node waits for rank
+        0's ShutdownReq); a dummy /health server on --host:--port (utils/common.py:3624-3667, uvicorn at log level
+        warning: no access lines); block until the schedulers exit, log each, return: launch_server.py's `finally`
+        kill_process_tree(include_parent=False), exit 0."""
+        node_rank = self.args.node_rank
+
+        def on_sigterm():
+            self.log.warning("SIGTERM received on node_rank %d; waiting for the rank-0 ShutdownReq broadcast to stop "
+                             "the schedulers." % node_rank)
+
+        self.follower_sigterm = on_sigterm
+        handler = type("FollowerHandler", (FollowerHandler,), {"launcher": self})
+        try:
+            self.httpd = ThreadingHTTPServer((self.args.host, self.args.port), handler)
+        except OSError as err:
+            # the dummy server runs in a daemon thread: its bind error is logged, the node keeps running
+            self.log.uvicorn_error("[Errno %d] error while attempting to bind on address (%r, %d): %s"
+                                   % (err.errno, self.args.host, self.args.port, (err.strerror or "").lower()))
+        else:
+            self.httpd.daemon_threads = True
+            logfmt.event("http_bound", phase="http", port=self.args.port)
+            thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2}, name="http")
+            thread.daemon = True
+            thread.start()
+        for child in self.children:  # block_until_scheduler_exits (engine.py:1015-1029)
+            while child.poll() is None:
+                time.sleep(0.2)
+            self.log.error("Scheduler or DataParallelController %d terminated with %d" % (child.pid, child.returncode))
+        kill_process_tree(self.log, [], include_parent=False)
+        logfmt.event("shutdown", phase="exit")
+        os._exit(0)
+
     # ---- HTTP -----------------------------------------------------------------------------------------------
     def serve_http(self):
         self.client = SchedulerClient(self, self.children[0], self.cmd_files[0], self.status_files[0])
         self.client.start_reader()
+        self.watchdog = threading.Thread(target=self.watch_children, name="subprocess-watchdog")
+        self.watchdog.daemon = True
+        self.watchdog.start()  # after wait_for_ready (engine.py:1358-1368)
+        # uvicorn (0.54 server.py:100-113, lifespan/on.py:48-62): the lifespan starts the warmup thread
+        # (entrypoints/http_server.py:449-454) before the socket is bound.
         self.log.uvicorn("Started server process [%d]" % os.getpid())
         self.log.uvicorn("Waiting for application startup.")
+        warmup = threading.Thread(target=self.warmup, name="warmup")
+        warmup.daemon = True
+        warmup.start()
         self.log.uvicorn("Application startup complete.")
         handler = type("Handler", (Handler,), {"launcher": self})
         try:
             self.httpd = ThreadingHTTPServer((self.args.host, self.args.port), handler)
         except OSError as err:
+            # uvicorn server.py:189-192: log, lifespan shutdown (which joins the warmup thread: 120 polls of
+            # /model_info, then its `Initialization failed. warmup error:` and kill_process_tree), sys.exit(1).
             self.log.uvicorn_error("[Errno %d] error while attempting to bind on address (%r, %d): %s"
                                    % (err.errno, self.args.host, self.args.port, (err.strerror or "").lower()))
-            self.die("http_bind")
+            logfmt.event("crash", phase="http", cause="http_bind")
+            self.log.uvicorn("Waiting for application shutdown.")
+            warmup.join()
+            self.log.uvicorn("Application shutdown complete.")
+            sys.exit(1)
         self.httpd.daemon_threads = True
         logfmt.event("http_bound", phase="http", port=self.args.port)
         self.log.uvicorn("Uvicorn running on http://%s:%d (Press CTRL+C to quit)" % (self.args.host, self.args.port))
         server_thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2}, name="http")
         server_thread.daemon = True
         server_thread.start()
-        watchdog = threading.Thread(target=self.watch_children, name="watchdog")
-        watchdog.daemon = True
-        watchdog.start()
-        self.warmup()
+        drain = threading.Thread(target=self.sigterm_watchdog, name="sigterm-watchdog")
+        drain.daemon = True
+        drain.start()
         while True:  # the main thread stays free for signal handlers
             time.sleep(1)
 
     def watch_children(self):
-        """0.5.23's watchdog: a dead scheduler kills the tree (the zombie fault simulates an old release without it)."""
+        """0.5.23 utils/watchdog.py:166-222 SubprocessWatchdog: every 1 s; a scheduler gone with a non-zero code
+        logs the crash and SIGQUITs this process. (`zombie` simulates an older release without it.)"""
         if self.faults.zombie:
             return
-        while True:
+        while not self.watchdog_stopped:
+            time.sleep(1.0)
             for index, child in enumerate(self.children):
-                if child.poll() is not None and not self.shutting_down:
-                    time.sleep(0.5)  # a SIGTERM to the whole cgroup may be arriving too
-                    if self.shutting_down:
-                        return
-                    self.log.error("Rank %d scheduler is dead. Please check if there are relevant logs." % index)
-                    self.die("scheduler_dead")
-            time.sleep(0.2)
+                code = child.poll()
+                if code is None or code == 0 or self.watchdog_stopped:
+                    continue
+                self.log.error(signatures.SUBPROCESS_CRASHED % {"name": "scheduler_%d" % index, "pid": child.pid,
+                                                                "code": code})
+                os.kill(os.getpid(), signal.SIGQUIT)
+                return
 
     def request_self(self, method, path, body=None, timeout=600.0):
         host = self.args.host if self.args.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
@@ -392,45 +517,67 @@ class Launcher(object):
         headers = {"Content-Type": "application/json"}
         if self.args.api_key:
             headers["Authorization"] = "Bearer " + self.args.api_key
-        conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
-        response = conn.getresponse()
-        data = response.read()
-        conn.close()
+        try:
+            conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
+            response = conn.getresponse()
+            data = response.read()
+        finally:
+            conn.close()
         return response.status, data
 
     def warmup(self):
-        """SGLang's _wait_and_warmup: GET /model_info, then a real /generate through the HTTP server."""
+        """0.5.23 entrypoints/http_server.py:2360-2400 _execute_server_warmup: up to 120 x (sleep 1 s, GET
+        /model_info, 5 s timeout) against --host:--port (paced: 1 s and 5 s x SGLANG_STANDIN_PACE, timeout >= 0.05 s),
+        then POST /generate (timeout SGLANG_WARMUP_TIMEOUT, default 600). Any failure: `Initialization failed.
+        warmup error: TRACEBACK`, kill_process_tree (status=9/KILL)."""
         if self.args.skip_server_warmup:
+            self.status = UP
             self.become_ready()
             return
-        logfmt.event("phase", phase="warmup")
+        last = None
+        for _attempt in range(120):
+            time.sleep(1.0 * self.pace)
+            try:
+                status, data = self.request_self("GET", "/model_info", timeout=max(0.05, 5.0 * self.pace))
+                if status == 200:
+                    last = None
+                    break
+                last = signatures.warmup_poll_error("assert", self.args.port, (status, data))
+            except socket.timeout:
+                last = signatures.warmup_poll_error("timeout", self.args.port)
+            except OSError:
+                last = signatures.warmup_poll_error("refused", self.args.port)
+        if last is not None:
+            self.log.error("Initialization failed. warmup error: " + last)
+            self.die("warmup_error")
+        logfmt.event("phase", phase="warmup")  # the warmup generation (after the bind, as before)
         timeout = float(self.environ.get("SGLANG_WARMUP_TIMEOUT", "600"))
         try:
-            self.request_self("GET", "/model_info", timeout=timeout)
             if self.faults.crash_in("warmup"):
                 raise OSError("injected")
             status, data = self.request_self("POST", "/generate", {
                 "text": "The capital city of France is",
-                "sampling_params": {"temperature": 0, "max_new_tokens": 8}}, timeout=timeout)
+                "sampling_params": {"temperature": 0, "max_new_tokens": 8}}, timeout=timeout if timeout > 0 else 600)
             if status != 200:
                 raise OSError(data)
         except (OSError, socket.timeout):
             self.log.error(signatures.warmup_error() % {"port": self.args.port})
             self.die("warmup_error")
+        self.status = UP
+        self.request_self("POST", "/freeze_gc")  # _freeze_gc_after_server_warmup (http_server.py:2551-2569)
         self.become_ready()
 
     def become_ready(self):
-        if self.shutting_down:
-            return
         # The event first: whoever sees the server answer as ready finds it already recorded (benchmarks measure
         # detection lag from it, tests read the event log right after the ready line).
         logfmt.event("ready", phase="ready")
-        self.status = UP
         self.log.info("The server is fired up and ready to roll!")
 
-    def model_card(self):
-        return {"id": self.args.served_model_name, "object": "model", "created": self.created, "owned_by": "sglang",
-                "root": self.args.served_model_name, "max_model_len": self.context_len()}
+    def model_card(self, name=None):
+        """0.5.23 entrypoints/openai/protocol.py:87-96 ModelCard."""
+        name = name or self.args.served_model_name
+        return {"id": name, "object": "model", "created": int(time.time()), "owned_by": "sglang", "root": name,
+                "parent": None, "max_model_len": self.context_len()}
 
     def context_len(self):
         return self.scheduler_info.get("context_len") or self.args.context_length or self.model.context_length
@@ -442,6 +589,7 @@ class Handler(BaseHTTPRequestHandler):
     delivery_id = None  # the counted generation whose response is being sent
     server_version = "uvicorn"
     sys_version = ""
+    access_log = True
 
     def log_message(self, fmt, *args):
         pass  # the access line is written by send_json/send_sse in uvicorn's format
@@ -451,14 +599,17 @@ class Handler(BaseHTTPRequestHandler):
         self.launcher.log.access(client, "%s %s HTTP/1.1" % (self.command, self.path), status, HTTPStatus(status).phrase)
 
     def send_body(self, status, body, content_type="application/json"):
-        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        """One response; content_type None = starlette's bare Response (no content-type, e.g. /health, /ready)."""
+        data = body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode()
         self.send_response_only(status)
         self.send_header("date", self.date_time_string())
         self.send_header("server", "uvicorn")
         self.send_header("content-length", str(len(data)))
-        self.send_header("content-type", content_type)
+        if content_type:
+            self.send_header("content-type", content_type)
         self.end_headers()
-        self.access(status)  # uvicorn logs when the response starts
+        if self.access_log:
+            self.access(status)  # uvicorn logs when the response starts
         self.wfile.write(data)
         self.wfile.flush()
         if self.delivery_id is not None:
@@ -478,11 +629,12 @@ class Handler(BaseHTTPRequestHandler):
             return None
 
     def authorized(self):
+        """0.5.23 utils/auth.py:74-152 decide_request_auth (NORMAL level) and :192-204 (401 `{"error":"Unauthorized"}`)."""
         key = self.launcher.args.api_key
-        if not key or self.path.startswith(UNGUARDED_PREFIXES):
+        if not key or self.command == "OPTIONS" or self.path.startswith(UNGUARDED_PREFIXES):
             return True
-        given = self.headers.get("Authorization", "")
-        if hmac.compare_digest(given.encode(), ("Bearer " + key).encode()):
+        parts = self.headers.get("Authorization", "").split(" ", 1)
+        if len(parts) == 2 and parts[0].lower() == "bearer" and hmac.compare_digest(parts[1].encode(), key.encode()):
             return True
         self.send_body(401, {"error": "Unauthorized"})
         return False
@@ -497,6 +649,10 @@ class Handler(BaseHTTPRequestHandler):
         route = routes.get(path)
         if route:
             route()
+        elif path.startswith("/v1/models/"):
+            self.retrieve_model(urllib.parse.unquote(path[len("/v1/models/"):]))
+        elif path == "/freeze_gc":
+            self.freeze_gc()
         elif path in POST_ROUTES:
             self.send_body(405, {"detail": "Method Not Allowed"})
         else:
@@ -514,23 +670,51 @@ class Handler(BaseHTTPRequestHandler):
 
     # ---- status endpoints -------------------------------------------------------------------------------------
     def health(self):
+        """0.5.23 entrypoints/http_server.py:720-790: 503 while draining (with a log line) or Starting; else a 1-token
+        generation through the scheduler within SGLANG_HEALTH_CHECK_TIMEOUT (default 20 s), or 503 + UnHealthy."""
         launcher = self.launcher
-        if launcher.status != UP:
-            self.send_body(503, b"", "text/plain")
+        if launcher.gracefully_exit:
+            launcher.log.info("Health check request received during shutdown. Returning 503.")
+            self.send_body(503, b"", None)
             return
-        if self.path.startswith("/health_generate") or os.environ.get("SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", "1") != "0":
-            timeout = float(os.environ.get("SGLANG_HEALTH_CHECK_TIMEOUT", "20"))
-            result = launcher.client.submit("health", 1, 1, False, timeout=timeout)
-            if result is None:
-                self.send_body(503, b"", "text/plain")
-                return
-        self.send_body(200, b"", "text/plain")
+        if launcher.status == STARTING:
+            self.send_body(503, b"", None)
+            return
+        path = self.path.split("?", 1)[0]
+        if os.environ.get("SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", "1").lower() in ("0", "false") and path == "/health":
+            self.send_body(200, b"", None)
+            return
+        timeout = float(os.environ.get("SGLANG_HEALTH_CHECK_TIMEOUT", "20"))
+        tic = time.time()
+        launcher.install_running_handlers()
+        result = launcher.client.submit("health", 1, 1, False, timeout=timeout, rid_prefix="HEALTH_CHECK_")
+        if result is None and launcher.client.last_receive <= tic:
+            launcher.log.error("Health check failed. Server couldn't get a response from detokenizer for last %d seconds. "
+                               "tic start time: %s. last_heartbeat time: %s" % (
+                                   timeout, time.strftime("%H:%M:%S", time.localtime(tic)),
+                                   time.strftime("%H:%M:%S", time.localtime(launcher.client.last_receive))))
+            launcher.status = UNHEALTHY
+            self.send_body(503, b"", None)
+            return
+        launcher.status = UP
+        self.send_body(200, b"", None)
 
     def ready(self):
-        if self.launcher.status == UP:
-            self.send_body(200, {"status": "ready"})
-        else:
-            self.send_body(503, {"status": self.launcher.status.lower()})
+        """0.5.23 entrypoints/http_server.py:714-718: empty body, 200 only when Up and not draining."""
+        launcher = self.launcher
+        self.send_body(200 if launcher.status == UP and not launcher.gracefully_exit else 503, b"", None)
+
+    def retrieve_model(self, model):
+        """0.5.23 entrypoints/http_server.py:2025-2047."""
+        if model != self.launcher.args.served_model_name:
+            self.send_body(404, {"error": {"message": "The model '%s' does not exist" % model,
+                                           "type": "invalid_request_error", "param": "model",
+                                           "code": "model_not_found"}})
+            return
+        self.send_body(200, self.launcher.model_card(model))
+
+    def freeze_gc(self):
+        self.send_body(200, b"Garbage collection frozen.\n", "text/plain; charset=utf-8")
 
     def models(self):
         self.send_body(200, {"object": "list", "data": [self.launcher.model_card()]})
@@ -542,12 +726,20 @@ class Handler(BaseHTTPRequestHandler):
             "is_generation": True, "preferred_sampling_params": None, "weight_version": "default",
             "has_image_understanding": False, "has_audio_understanding": False,
             "model_type": launcher.model.config.get("model_type"), "architectures": launcher.model.config.get("architectures"),
-            "served_model_name": launcher.args.served_model_name})
+            "served_model_name": launcher.args.served_model_name, "load_format": launcher.args.load_format,
+            "reasoning_parser": launcher.args.reasoning_parser, "tool_call_parser": launcher.args.tool_call_parser,
+            "disaggregation_mode": "null"})
 
     def server_info(self):
-        info = flags.public_args(self.launcher.args)
-        info.update({"version": SGLANG_VERSION, "status": self.launcher.status,
-                     "internal_states": [dict(self.launcher.scheduler_info, last_gen_throughput=0.0)]})
+        # 0.5.23 entrypoints/http_server.py:863-891 + utils/common.py:3583-3593 (build_server_info): the resolved
+        # fields (api_key included), `launch_command` (argv joined, `--api-key KEY` in it), the scheduler info.
+        launcher = self.launcher
+        info = flags.resolved_dict(launcher.args)
+        info["launch_command"] = launcher.args.launch_command
+        info.update({key: value for key, value in launcher.scheduler_info.items() if key != "type"})
+        info["kv_events"] = None
+        info.update({"startup_time": None, "version": SGLANG_VERSION, "frontend": "python",
+                     "internal_states": [dict(launcher.scheduler_info, last_gen_throughput=0.0)]})
         self.send_body(200, info)
 
     def metrics(self):
@@ -556,28 +748,18 @@ class Handler(BaseHTTPRequestHandler):
             return
         name = self.launcher.args.served_model_name
         text = ("# HELP sglang:num_running_reqs The number of running requests.\n# TYPE sglang:num_running_reqs gauge\n"
-                'sglang:num_running_reqs{model_name="%s"} %d.0\n' % (name, self.launcher.in_flight))
+                'sglang:num_running_reqs{model_name="%s"} %d.0\n' % (name, len(self.launcher.client.rid_to_state) if self.launcher.client else 0))
         self.send_body(200, text.encode(), "text/plain; version=0.0.4; charset=utf-8")
 
     # ---- generation ---------------------------------------------------------------------------------------------
     def check_serving(self, body):
-        """Common checks of the OpenAI endpoints; returns False after sending an error."""
-        launcher = self.launcher
-        if launcher.status == DRAINING:
-            self.error(503, "The server is shutting down.", "ServiceUnavailableError")
-            return False
-        model = body.get("model")
-        served = launcher.args.served_model_name
-        if model and model != served and model.split(":", 1)[0] != served:
-            self.error(400, "The model `%s` does not exist. The served model name is `%s`." % (model, served))
-            return False
+        """No model check and no refusal while draining (0.5.23 entrypoints/openai/serving_chat.py,
+        serving_completions.py; the drain, tokenizer_manager.py:3508-3540, lets requests in)."""
         return True
 
     def run_generation(self, prompt, prompt_tokens, max_tokens, thinking, counted):
+        self.launcher.install_running_handlers()  # generate_request -> auto_create_handle_loop
         result = self.launcher.client.submit(prompt, prompt_tokens, max_tokens, thinking, counted=counted)
-        if result is None:
-            self.error(500, "The scheduler died while the server was shutting down.", "InternalServerError")
-            return None
         if counted:
             self.delivery_id = result[2]
         return result[:2]
@@ -585,9 +767,6 @@ class Handler(BaseHTTPRequestHandler):
     def native_generate(self):
         body = self.read_json()
         if body is None:
-            return
-        if self.launcher.status == DRAINING:
-            self.error(503, "The server is shutting down.", "ServiceUnavailableError")
             return
         text = body.get("text") or ""
         params = body.get("sampling_params") or {}
@@ -624,7 +803,7 @@ class Handler(BaseHTTPRequestHandler):
         else:
             reasoning_content, content = None, generation.detokenize(ids).strip() or None
         message = {"role": "assistant", "content": content, "reasoning_content": reasoning_content, "tool_calls": None}
-        response = self.openai_envelope("chat.completion", prompt_tokens, len(ids))
+        response = self.openai_envelope("chat.completion", prompt_tokens, len(ids), body)
         response["choices"] = [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish,
                                 "matched_stop": generation.EOS if finish == "stop" else None}]
         if body.get("stream"):
@@ -650,7 +829,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         ids, finish = result
         text = generation.detokenize(ids)
-        response = self.openai_envelope("text_completion", prompt_tokens, len(ids))
+        response = self.openai_envelope("text_completion", prompt_tokens, len(ids), body)
         response["choices"] = [{"index": 0, "text": text, "logprobs": None, "finish_reason": finish,
                                 "matched_stop": generation.EOS if finish == "stop" else None}]
         if body.get("stream"):
@@ -658,9 +837,9 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.send_body(200, response)
 
-    def openai_envelope(self, obj, prompt_tokens, completion_tokens):
-        return {"id": uuid.uuid4().hex, "object": obj, "created": int(time.time()),
-                "model": self.launcher.args.served_model_name,
+    def openai_envelope(self, obj, prompt_tokens, completion_tokens, body):
+        # `model` echoes the request's (protocol.py:368-371: default "default"), whatever name it is.
+        return {"id": uuid.uuid4().hex, "object": obj, "created": int(time.time()), "model": body.get("model", "default"),
                 "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                           "total_tokens": prompt_tokens + completion_tokens, "prompt_tokens_details": None}}
 
@@ -672,11 +851,33 @@ class Handler(BaseHTTPRequestHandler):
         self.send_body(200, data, "text/event-stream; charset=utf-8")
 
 
-POST_ROUTES = {"/generate": "native_generate", "/v1/chat/completions": "chat_completions", "/v1/completions": "completions"}
+class FollowerHandler(Handler):
+    """The dummy health server of a node_rank >= 1 node (0.5.23 utils/common.py:3624-3667): /ping, /health,
+    /health_generate answer 200 with an empty body; /metrics with --enable-metrics; everything else 404. uvicorn runs
+    it at log level warning: no access lines."""
+    access_log = False
+
+    def do_GET(self):
+        path = self.path.split("?", 1)[0]
+        if path in ("/ping", "/health", "/health_generate"):
+            self.send_body(200, b"", None)
+        elif path == "/metrics" and self.launcher.args.enable_metrics:
+            self.send_body(200, b"", "text/plain; version=0.0.4; charset=utf-8")
+        else:
+            self.send_body(404, {"detail": "Not Found"})
+
+    def do_POST(self):
+        path = self.path.split("?", 1)[0]
+        self.send_body(405 if path in ("/ping", "/health", "/health_generate") else 404,
+                       {"detail": "Method Not Allowed" if path in ("/ping", "/health", "/health_generate") else "Not Found"})
 
 
-def main(argv, prog="launch_server.py"):
-    args = flags.parse_args(argv, prog)  # exits 2 on bad flags, like SGLang
+POST_ROUTES = {"/freeze_gc": "freeze_gc", "/generate": "native_generate", "/v1/chat/completions": "chat_completions", "/v1/completions": "completions"}
+
+
+def main(argv):
+    """`sglang serve ARGV` / `python -m sglang.launch_server ARGV` (0.5.23 launch_server.py:75-86)."""
+    args = flags.resolve(prepare_server_args(argv))  # exits 2 on bad flags, prog `sglang serve` (server_args.py:679)
     log = logfmt.Logger("")
     try:
         json.loads(args.json_model_override_args)

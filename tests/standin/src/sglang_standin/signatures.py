@@ -14,8 +14,9 @@ STDLIB = sysconfig.get_paths()["stdlib"]
 
 REPO_ID = re.compile(r"^[\w.-]+(/[\w.-]+)?$")
 SIGQUIT_LINE = "Received sigquit from a child process. It usually means the child failed."
-INIT_FAILED = "Initialization failed. Please see the error messages above."
-SCHEDULER_DEAD = "Rank 0 scheduler is dead. Please check if there are relevant logs."
+# 0.5.23 managers/tokenizer_manager.py:4072-4075 (after the first request) and utils/watchdog.py:214-221.
+SIGQUIT_RUNNING = "SIGQUIT received. signum=None, frame=None. It usually means one child failed."
+SUBPROCESS_CRASHED = "Subprocess %(name)s (pid=%(pid)d) crashed with exit code %(code)s. Triggering SIGQUIT for cleanup..."
 CUDA_GRAPH_HELP = (
     "Possible solutions:\n"
     "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)\n"
@@ -206,30 +207,64 @@ def main_traceback(frames, exception):
     return traceback_text(frames, exception)
 
 
+# The main process' frames down to Engine._launch_subprocesses (0.5.23 launch_server.py:84, :67,
+# entrypoints/http_server.py:3156), for `python -m sglang.launch_server` (runpy's frames first).
 LAUNCH_FRAMES = [
-    frame(_site("sglang/launch_server.py"), 32, "<module>", "launch_server(server_args)"),
-    sg("entrypoints/http_server.py", 1700, "launch_server", "tokenizer_manager, template_manager, scheduler_info, port_args = _launch_subprocesses("),
-    sg("entrypoints/engine.py", 858, "_launch_subprocesses", "scheduler_infos = _wait_for_scheduler_ready("),
+    '  File "<frozen runpy>", line 198, in _run_module_as_main',
+    '  File "<frozen runpy>", line 88, in _run_code',
+    frame(_site("sglang/launch_server.py"), 84, "<module>", "run_server(server_args)"),
+    frame(_site("sglang/launch_server.py"), 67, "run_server", "launch_server(server_args)"),
+    sg("entrypoints/http_server.py", 3156, "launch_server", ") = Engine._launch_subprocesses("),
 ]
 
 
-def init_failed():
-    return main_traceback(LAUNCH_FRAMES + [sg("entrypoints/engine.py", 790, "_wait_for_scheduler_ready", "raise RuntimeError(")],
-                          "RuntimeError: " + INIT_FAILED)
+def scheduler_died(index, code, node_rank=0):
+    """0.5.23 entrypoints/engine.py:2002-2010 + :2036-2040: an uncaught RuntimeError in the main process (exit 1)."""
+    frames = LAUNCH_FRAMES + [
+        sg("entrypoints/engine.py", 1236 if node_rank else 1350, "_launch_subprocesses",
+           "scheduler_init_result.wait_for_ready()"),
+        sg("entrypoints/engine.py", 995, "wait_for_ready",
+           "infos = _wait_for_scheduler_ready(scheduler_pipe_readers, scheduler_procs)"),
+        sg("entrypoints/engine.py", 2040, "_wait_for_scheduler_ready", "raise _scheduler_died_error(j, scheduler_procs[j])"),
+    ]
+    return main_traceback(frames, "RuntimeError: Rank %d scheduler died during initialization (exit code: %s). If exit "
+                                  "code is -9 (SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T | grep -i "
+                                  "oom` to check." % (index, code))
 
 
 def port_unavailable(port_name, port):
-    frames = LAUNCH_FRAMES[:2] + [
-        sg("entrypoints/engine.py", 815, "_launch_subprocesses", "port_args = PortArgs.init_new(server_args)"),
-        sg("server_args.py", 4301, "init_new", 'wait_port_available(nccl_port, "nccl_port")'),
-        sg("utils/common.py", 1016, "wait_port_available", "raise ValueError("),
+    """0.5.23 utils/network.py:101-104 via server_args.py:875 (raised in the main process, uncaught)."""
+    frames = LAUNCH_FRAMES + [
+        sg("entrypoints/engine.py", 1184, "_launch_subprocesses", "port_args = PortArgs.init_new(server_args)"),
+        sg("server_args.py", 875, "init_new", 'wait_port_available(nccl_port, "nccl_port")'),
+        frame(_site("sglang/srt/utils/network.py"), 102, "wait_port_available", "raise ValueError("),
     ]
-    return main_traceback(frames, "ValueError: %s at %d is not available in 30 seconds. You can kill the corresponding "
-                                  "process or use another port. " % (port_name, port))
+    return main_traceback(frames, "ValueError: %s at %d is not available in 30 seconds. %s at %d is not available"
+                          % (port_name, port, port_name, port))
+
+
+def warmup_poll_error(kind, port, response=None):
+    """The last traceback of _execute_server_warmup's /model_info polls (0.5.23 http_server.py:2370-2382)."""
+    first = sg("entrypoints/http_server.py", 2373, "_execute_server_warmup", "res = requests.get(")
+    if kind == "assert":
+        status, body = response
+        frames = [sg("entrypoints/http_server.py", 2376, "_execute_server_warmup",
+                     'assert res.status_code == 200, f"{res=}, {res.text=}"')]
+        exc = "AssertionError: res=<Response [%d]>, res.text=%r" % (status, body.decode("utf-8", "replace"))
+    elif kind == "timeout":
+        frames = [first, frame(_site("requests/adapters.py"), 690, "send", "raise ReadTimeout(e, request=request)")]
+        exc = ("requests.exceptions.ReadTimeout: HTTPConnectionPool(host='127.0.0.1', port=%d): Read timed out. "
+               "(read timeout=5)" % port)
+    else:
+        frames = [first, frame(_site("requests/adapters.py"), 677, "send", "raise ConnectionError(e, request=request)")]
+        exc = ("requests.exceptions.ConnectionError: HTTPConnectionPool(host='127.0.0.1', port=%d): Max retries exceeded "
+               "with url: /model_info (Caused by NewConnectionError('<urllib3.connection.HTTPConnection object at "
+               "0x7f3c5a1b2d10>: Failed to establish a new connection: [Errno 111] Connection refused'))" % port)
+    return traceback_text(frames, exc)
 
 
 def warmup_error():
-    frames = [sg("entrypoints/http_server.py", 1478, "_execute_server_warmup", "res = requests.post("),
+    frames = [sg("entrypoints/http_server.py", 2494, "_execute_server_warmup", "res = requests.post("),
               frame(_site("requests/api.py"), 115, "post", 'return request("post", url, data=data, json=json, **kwargs)'),
               frame(_site("requests/adapters.py"), 690, "send", "raise ReadTimeout(e, request=request)")]
     return "Initialization failed. warmup error: " + traceback_text(

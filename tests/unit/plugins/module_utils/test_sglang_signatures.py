@@ -168,3 +168,82 @@ def test_redact():
     assert 'sk-xyz' not in sig.redact('ExecStart=... --api-key sk-xyz --port 1')
     assert 'TOPSECRET' not in sig.redact('custom TOPSECRET shown', secrets=['TOPSECRET'])
     assert sig.redact('nothing to hide') == 'nothing to hide'
+
+
+# ---- SGLang 0.5.23 as it really prints (file:line in the 0.5.23 wheel, under sglang/srt/; tests/conformance checks
+# each row's cited lines against the wheel itself). Each of these fails on the table before it was held to 0.5.23.
+
+REAL_0523_PHASE_LINES = [
+    ('[2026-05-30 14:36:10 TP0] Init parallel begin.', 'init'),                       # distributed/bootstrap.py:115
+    ('[2026-05-30 14:36:14 TP0] Init parallel ends. elapsed=3.91 s', 'init'),         # distributed/bootstrap.py:190
+    ('[2026-05-30 14:39:01 TP0] Load weight end. elapsed=165.90 s, type=KimiK25ForConditionalGeneration, '
+     'quant=compressed-tensors, avail mem=103.12 GB, mem usage=74.08 GB.', 'kv_cache'),  # model_runner.py:1373
+    ('[2026-05-30 14:39:05 TP0] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 1207680, KV size: 78.98 GB',
+     'kv_cache'),                                                                      # mem_cache/memory_pool.py:2096
+    ('[2026-05-30 14:39:06 TP0] Capture target decode CUDA graph begin. backend=full, num_tokens_per_req=1, '
+     'avail mem=21.90 GB', 'cuda_graph'),                                              # cuda_graph_setup.py:759
+    ('[2026-05-30 14:39:40 TP0] Capture target prefill CUDA graph begin. backend=breakable, num_tokens=8192, '
+     'avail mem=20.10 GB', 'cuda_graph'),                                              # cuda_graph_setup.py:685
+]
+
+
+@pytest.mark.parametrize('line,phase', REAL_0523_PHASE_LINES)
+def test_real_0523_phase_lines(line, phase):
+    found = sig.match_phase(line)
+    assert found is not None and found.name == phase, line
+    assert sig.match_fatal(line) == (None, None)
+
+
+REAL_0523_FATAL_LINES = [
+    # argparse with prog "sglang serve" (server_args.py:679): an abbreviation that 0.5.23 made ambiguous
+    ('sglang serve: error: ambiguous option: --cuda-graph-max-bs could match --cuda-graph-max-bs-decode, '
+     '--cuda-graph-max-bs-prefill', 'bad_argument'),
+    # utils/watchdog.py:217 after the load (a scheduler SIGKILLed by the OOM killer leaves no traceback)
+    ('[2026-05-30 15:02:11] Subprocess scheduler_3 (pid=48133) crashed with exit code -9. Triggering SIGQUIT for '
+     'cleanup...', 'subprocess_crashed'),
+    # managers/tokenizer_manager.py:4074, the running phase's SIGQUIT handler
+    ('[2026-05-30 15:02:11] SIGQUIT received. signum=None, frame=None. It usually means one child failed.',
+     'child_failed'),
+    # entrypoints/engine.py:2005-2010, raised uncaught (the process exits 1)
+    ('RuntimeError: Rank 3 scheduler died during initialization (exit code: -9). If exit code is -9 (SIGKILL), a '
+     'common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check.', 'scheduler_oom_killed'),
+    ('RuntimeError: Rank 0 scheduler died during initialization (exit code: 1). If exit code is -9 (SIGKILL), a '
+     'common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check.', 'scheduler_died'),
+    # model_executor/runner/prefill_cuda_graph_runner.py:521
+    ('RuntimeError: Capture prefill CUDA graph failed: an illegal memory access was encountered', 'cuda_graph_failed'),
+    # transformers 5.19.0 (the pin of 0.5.23): dynamic_module_utils.py:703 and :790
+    ('ValueError: Loading this model requires you to execute custom code contained in the model repository on your '
+     'local machine. Please set the option `trust_remote_code=True` to permit loading of this model.',
+     'trust_remote_code'),
+    ('Please pass the argument `trust_remote_code=True` to allow custom code to be run.', 'trust_remote_code'),
+]
+
+
+@pytest.mark.parametrize('line,name', REAL_0523_FATAL_LINES)
+def test_real_0523_fatal_lines(line, name):
+    found, _match = sig.match_fatal(line)
+    assert found is not None and found.name == name, line
+
+
+def test_after_load_crash_hint_names_the_exit_code():
+    found, match = sig.match_fatal('[2026-05-30 15:02:11] Subprocess scheduler_3 (pid=48133) crashed with exit code -9. '
+                                   'Triggering SIGQUIT for cleanup...')
+    hint = sig.signature_hint(found, match)
+    assert 'scheduler_3' in hint and '-9' in hint and 'OOM' in hint
+    assert found.generic and sig.SIGQUIT_RE.search('SIGQUIT received. signum=None, frame=None. It usually means one '
+                                                   'child failed.')
+
+
+def test_busy_http_port_outranks_the_warmup_that_fails_because_of_it():
+    # uvicorn fails at once; the warmup thread polls /model_info 120 x 1 s (http_server.py:2370-2379) and then logs
+    # http_server.py:2384. The port is the cause, the warmup the cascade.
+    assert sig.signature_priority('http_port_in_use') < sig.signature_priority('warmup_failed')
+
+
+def test_hints_name_no_ambiguous_or_deprecated_flag():
+    # --cuda-graph-max-bs is ambiguous in 0.5.23 (arg_groups/fields/exec_.py:629-634), --disable-cuda-graph
+    # deprecated (server_args.py:410-415), --tp an abbreviation; tests/conformance checks each hint flag for real.
+    import re
+    for row in list(sig.FATAL_SIGNATURES) + list(sig.PHASES):
+        text = getattr(row, 'hint', None) or getattr(row, 'stall_hint', '')
+        assert not re.search(r'--cuda-graph-max-bs(?![-\w])|--disable-cuda-graph|--tp(?![-\w])', text), row.name
