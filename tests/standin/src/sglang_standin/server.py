@@ -257,8 +257,9 @@ class Launcher(object):
         if self.faults.crash_in("init") == "port_in_use":
             self.port_in_use()
         # 0.5.23 entrypoints/engine.py:1185 (after PortArgs.init_new, before the schedulers start), on every node:
-        # the resolved fields with only the watermark ones redacted, so `'api_key': 'KEY'` is in the journal.
-        self.log.info("server_args=%s" % (flags.resolved_dict(self.args),))
+        # the resolved fields with only the watermark ones redacted, so `'api_key': 'KEY'` is in the journal. Read
+        # through ServerArgs.resolved_dict() as the release does (engine.py:173-174), not a copy of it.
+        self.log.info("server_args=%s" % (self.args.resolved_dict(),))
         self.spawn_schedulers()
         self.wait_for_schedulers()
         if self.args.node_rank > 0:
@@ -734,7 +735,7 @@ class Handler(BaseHTTPRequestHandler):
         # 0.5.23 entrypoints/http_server.py:863-891 + utils/common.py:3583-3593 (build_server_info): the resolved
         # fields (api_key included), `launch_command` (argv joined, `--api-key KEY` in it), the scheduler info.
         launcher = self.launcher
-        info = flags.resolved_dict(launcher.args)
+        info = launcher.args.resolved_dict()   # utils/common.py:3589: server_args.resolved_dict()
         info["launch_command"] = launcher.args.launch_command
         info.update({key: value for key, value in launcher.scheduler_info.items() if key != "type"})
         info["kv_events"] = None
