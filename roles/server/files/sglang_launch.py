@@ -2,7 +2,8 @@
 """Start an SGLang launcher module with the API key from SGLANG_API_KEY, where only the server's auth can see it.
 
 SGLang 0.5.23 takes the key only as --api-key, and then shows it in three places (paths in sglang/srt/):
-- the command line: /proc/PID/cmdline and the journal's _CMDLINE field. The key is never in argv here.
+- the command line: /proc/PID/cmdline and the journal's _CMDLINE field. The key is never in argv here, nor in the
+  environment of the program that runs SGLang (take_secret).
 - /server_info's `launch_command`: the argv given to prepare_server_args (server_args.py:717, :302-305).
   prepare_server_args gets the argv without the key, and the key is set on the ServerArgs record it returns, before
   resolution seals it (server_args.py:244-261, :474-494); the auth middleware reads it from there
@@ -75,10 +76,30 @@ def hand_key_to_server_args(secret):
         record.__reduce__ = __reduce__
 
 
-def main():
+def take_secret():
+    """The key, gone from this process's environment, and from /proc/PID/environ too.
+
+    /proc/PID/environ shows the environment a program was started with, whatever it unsets later: with the key in
+    it, this program starts itself again (same PID) with the key in a pipe instead of the environment."""
+    fd = os.environ.pop('LLMOPS_SGLANG_KEY_FD', None)
+    if fd is not None:
+        with os.fdopen(int(fd), 'rb') as pipe:
+            return pipe.read().decode()
     secret = os.environ.pop('SGLANG_API_KEY', '')
+    if secret:
+        read_end, write_end = os.pipe()
+        os.write(write_end, secret.encode())  # a key is far below a pipe's buffer: this never blocks
+        os.close(write_end)
+        os.set_inheritable(read_end, True)
+        os.environ['LLMOPS_SGLANG_KEY_FD'] = str(read_end)
+        os.execve(sys.executable, [sys.executable] + sys.argv, dict(os.environ))
+    return secret
+
+
+def main():
     if len(sys.argv) < 2:
         sys.exit('usage: %s MODULE [ARGS...]' % sys.argv[0])
+    secret = take_secret()
     if secret:
         mask_log_records(secret)
         hand_key_to_server_args(secret)
