@@ -279,6 +279,8 @@ def unit_state(fleet, host, name):
      "sglang serve: error: argument --mem-fraction-static: invalid float value: '0.9 x'"),
     ({}, ['--log-level', 'info', '--no-such-flag'], 'sglang_extra_args[2]',
      'sglang serve: error: unrecognized arguments: --no-such-flag'),
+    ({'cuda-graph-max-bs': 64}, [], "sglang_server_args['cuda-graph-max-bs']",
+     'sglang serve: error: ambiguous option: --cuda-graph-max-bs could match --cuda-graph-max-bs-decode'),
 ])
 def test_a_refused_argv_fails_before_the_old_server_stops(fleet, host, server_args, extra_args, variable, words):
     target, units = host
