@@ -249,7 +249,7 @@ reason:
     - One of C(unit_failed), C(unit_inactive), C(crash_loop), C(start_limit), C(stalled), C(timeout),
       C(rejected) (a 4xx other than 408/429, a redirect, or a TLS error), C(bad_response).
     - C(unit_failed) also while the unit is still active, when its HTTP server could not bind the port
-      (C([Errno 98] ... address already in use)) and another process holds it: SGLang would SIGKILL itself when its
+      (C([Errno 98] ... address already in use)) and another process holds it; SGLang would SIGKILL itself when its
       warmup gives up, about 2 minutes later; C(msg) names the port and that process.
     - C(rejected) also when the completion answered but C(model) is not among the ids of C(GET /v1/models).
   returned: always
