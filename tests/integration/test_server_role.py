@@ -138,14 +138,15 @@ def test_bad_change_rolls_back_and_old_config_serves(fleet, host):
     units.append('sglang-t3')
     good = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t3', 30030))
     assert good.rc == 0, good
-    bad_args = {'trust-remote-code': True, 'reasoning-parser': 'kimi_k2', 'enable-warp-drive': True}
-    bad = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t3', 30030, sglang_server_args=bad_args))
+    # A change that fails only once started (a refused flag is stopped earlier: test_a_refused_argv_...).
+    crash = {'SGLANG_STANDIN_PACE': PACE, 'SGLANG_STANDIN_FAULT': 'crash@weights:scheduler_exception'}
+    bad = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t3', 30030, sglang_env=crash))
     assert bad.rc != 0
-    assert 'unrecognized arguments: --enable-warp-drive' in bad.stdout, bad
+    assert 'Scheduler hit an exception' in bad.stdout, bad
     assert 'Rolled back' in bad.stdout, bad
     assert unit_show(fleet, target, 'sglang-t3.service', 'ActiveState')['ActiveState'] == 'active'
-    unit = fleet.run(target, 'cat /etc/systemd/system/sglang-t3.service', check=True).stdout
-    assert 'warp-drive' not in unit
+    env = fleet.run(target, 'cat /etc/sglang/sglang-t3.env', check=True).stdout
+    assert 'SGLANG_STANDIN_FAULT' not in env
     assert completion(fleet, target, 30030)['choices']
 
 
