@@ -13,6 +13,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.server_args import (
     ServerArgsError,
     build_argv,
     environment_lines,
+    parser_refusal,
     systemd_exec_line,
 )
 
@@ -41,6 +42,11 @@ def systemd_environment_lines(env, where='sglang_env'):
         raise AnsibleFilterError(str(exc))
 
 
+def sglang_parser_refusal(stderr, server_args=None, extra_args=None, reserved=None):
+    """Filter: SGLang's parser output -> {error, variable}: its words and the role variable they point at."""
+    return parser_refusal(stderr, server_args, extra_args, reserved)
+
+
 class FilterModule(object):
     """llmops.sglang argument filters."""
 
@@ -49,4 +55,5 @@ class FilterModule(object):
             'sglang_argv': sglang_argv,
             'systemd_exec_line': systemd_exec,
             'systemd_environment_lines': systemd_environment_lines,
+            'sglang_parser_refusal': sglang_parser_refusal,
         }

@@ -29,8 +29,9 @@ MODEL_INFO_PATH = '/model_info'
 
 # Outcome kinds: ok (this step passed), wait (not yet: try again), rejected (a 4xx that
 # will not change: fail now), bad (answered, but not a valid answer), refused (nothing
-# listens), timeout (no answer in time).
-OK, WAIT, REJECTED, BAD, REFUSED, TIMEOUT = 'ok', 'wait', 'rejected', 'bad', 'refused', 'timeout'
+# listens), timeout (no answer in time), foreign (the port is open, but no process of the
+# watched unit holds it: another server answers there).
+OK, WAIT, REJECTED, BAD, REFUSED, TIMEOUT, FOREIGN = 'ok', 'wait', 'rejected', 'bad', 'refused', 'timeout', 'foreign'
 
 Request = namedtuple('Request', ['method', 'url', 'path', 'headers', 'body'])
 Outcome = namedtuple('Outcome', ['kind', 'status', 'detail', 'value', 'latency'])
@@ -45,6 +46,10 @@ REJECT_HINTS = {
          '(use health_generate on older releases), and model must be a served model name (see GET /v1/models).',
     405: 'The endpoint does not accept this method: check url points at the SGLang server itself and probe matches its version.',
 }
+# Completions answer 200 whatever model is named (no model check in SGLang 0.5.23's entrypoints/openai/serving_chat.py);
+# only GET /v1/models/{m} answers 404 (http_server.py:2025-2040). The waiter compares the name with the served ids.
+UNSERVED_MODEL_HINT = ('Set model (the role: sglang_wait.model or sglang_served_model_name) to a model this server serves: %s. '
+                       'Clients that name another model get answers from this one.')
 MODEL_HINT = 'Wrong model name: set model to the server\'s --served-model-name (GET /v1/models lists it), or omit model to discover it.'
 BAD_REQUEST_HINT = 'The server refused the request body: check prompt, max_tokens and headers.'
 REDIRECT_HINT = 'The URL redirects: set url to the final address (scheme, host and port of the SGLang server).'
@@ -163,7 +168,8 @@ def classify_http(step, status, body, latency=None, expect=None, expect_text=Non
         if isinstance(data, dict) and isinstance(data.get('data'), list):
             ids = [m.get('id') for m in data['data'] if isinstance(m, dict) and isinstance(m.get('id'), str) and m.get('id')]
         if ids:
-            return Outcome(OK, status, 'model %s' % ids[0], ids[0], latency)
+            # value: every served id (SGLang 0.5.23: the served model name, then LoRA adapters; http_server.py:1993-2022)
+            return Outcome(OK, status, 'models %s' % ', '.join(ids), ids, latency)
         return Outcome(BAD, status, 'GET %s lists no model' % MODELS_PATH, None, latency)
     if step == 'model_info':
         data = decode_json(body)

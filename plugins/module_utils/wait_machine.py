@@ -25,7 +25,8 @@ from collections import namedtuple
 
 from ansible_collections.llmops.sglang.plugins.module_utils.journal_digest import JournalDigest
 from ansible_collections.llmops.sglang.plugins.module_utils.probe import (
-    BAD, COMPLETION_PROBES, MODEL_INFO_PATH, MODELS_PATH, OK, PROBE_PATHS, REFUSED, REJECTED, TIMEOUT, join_url,
+    BAD, COMPLETION_PROBES, FOREIGN, MODEL_INFO_PATH, MODELS_PATH, OK, PROBE_PATHS, REFUSED, REJECTED, TIMEOUT, UNSERVED_MODEL_HINT,
+    join_url,
 )
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_signatures import (
     PHASES, phase_by_name, phase_index, phase_label,
@@ -104,6 +105,7 @@ class WaitMachine(object):
         self.timeouts = 0
         self.attempts = 0
         self._bad = 0
+        self._verifying = False
         # activity (for stall detection)
         self.last_activity = now
         # end
@@ -313,10 +315,17 @@ class WaitMachine(object):
                 self.next_probe = now
             else:
                 self.port_open = False
+                if self._http_bind_failure() is not None:
+                    # uvicorn could not bind and the port is not this unit's: SGLang 0.5.23 now polls /model_info
+                    # 120 x 1 s and SIGKILLs itself (http_server.py:449-468, :2370); the verdict is known already
+                    self.failure = {'reason': 'unit_failed', 'kind': 'http_port_in_use', 'outcome': o}
+                    return 'fail'
                 self._next_probe_soon(now)
             return None
 
         self.attempts += 1
+        if self._verifying and step == 'models' and o.kind != REFUSED:
+            return self._verify_model(o)
         if o.kind == REJECTED:
             if step == 'models' and o.status == 404:
                 self.stage = 'model_info'
@@ -329,13 +338,14 @@ class WaitMachine(object):
             self.port_open = False
             self.stage = 'connect'
             self._bad = 0
+            self._verifying = False
             self._next_probe_soon(now)
             return None
         if o.kind == TIMEOUT:
             self.timeouts += 1
         if step in ('models', 'model_info'):
             if o.kind == OK:
-                self.model = o.value
+                self.model = o.value[0] if isinstance(o.value, list) else o.value
                 self.stage = self.final_step
                 self.next_probe = now
                 return None
@@ -350,6 +360,12 @@ class WaitMachine(object):
             return None
         if o.kind == OK:
             self.ready_outcome = o
+            if self.cfg.model and step in COMPLETION_PROBES:
+                # SGLang answers a completion whatever model it names: only the served ids say whether it is this one
+                self._verifying = True
+                self.stage = 'models'
+                self.next_probe = now
+                return None
             return 'ready'
         if o.kind == BAD:
             self._bad += 1
@@ -360,6 +376,25 @@ class WaitMachine(object):
             self._bad = 0
         self._next_probe_soon(now)
         return None
+
+    def _http_bind_failure(self):
+        """The line of this run in which uvicorn said `[Errno 98] ... address already in use`, or None."""
+        for fatal in self.digest.fatals:
+            if fatal.name == 'http_port_in_use' and fatal.run == self.digest.run:
+                return fatal
+        return None
+
+    def _verify_model(self, o):
+        """After a completion answered: is the model it named one of the server's ids? (SGLang 0.5.23 answers a
+        completion for any model name with 200: entrypoints/openai/serving_chat.py has no model check; only
+        GET /v1/models/{m} answers 404, http_server.py:2025-2040.) A server without /v1/models is not judged."""
+        self._verifying = False
+        served = o.value if o.kind == OK and isinstance(o.value, list) else []
+        if served and self.cfg.model not in served:
+            self.failure = {'reason': 'rejected', 'step': 'models', 'kind': 'model', 'served': served,
+                            'outcome': o._replace(kind=REJECTED, value=UNSERVED_MODEL_HINT % ', '.join(served))}
+            return 'fail'
+        return 'ready'
 
     # ----------------------------------------------------------------- results
     def _target(self):
@@ -417,6 +452,12 @@ class WaitMachine(object):
             return 'still waiting after %s' % elapsed, None
         reason = self.reason()
         cause, hint, _sig = self.digest.cause()
+        if reason == 'unit_failed' and f.get('kind') == 'http_port_in_use':
+            o, bind = f['outcome'], self._http_bind_failure()
+            held = o.detail if o.kind == FOREIGN else 'no process of %s listens on it' % unit
+            msg = ('%s cannot serve: its HTTP server could not bind its port (%s), and %s; SGLang kills itself when '
+                   'its warmup gives up, about 2 minutes later' % (unit, bind.summary if bind else cause, held))
+            return msg, o.value if o.kind == FOREIGN and isinstance(o.value, str) else hint
         if reason == 'unit_failed':
             if f.get('before_wait'):
                 msg = '%s had already failed when the wait began (%s)' % (unit, self._unit_how())
@@ -461,6 +502,9 @@ class WaitMachine(object):
                 return msg, SILENT_AFTER_READY_HINT
             return msg, TIMEOUT_HINT
         o = f['outcome']
+        if reason == 'rejected' and f.get('kind') == 'model':
+            return ("%s does not serve model '%s': GET %s lists %s" % (
+                self.cfg.url, self.cfg.model, MODELS_PATH, ', '.join(f['served']))), o.value
         if reason == 'rejected':
             return '%s rejected the probe: %s' % (self._endpoint(f['step']), o.detail), o.value
         # bad_response

@@ -73,6 +73,9 @@ options:
     description:
       - Model name sent in completions. When omitted it is discovered from C(GET /v1/models) (first id) or
         C(GET /model_info) (C(served_model_name)).
+      - When given, it is checked after the completion answered, against the ids C(GET /v1/models) lists (SGLang
+        answers a completion for any model name); a name the server does not serve fails with I(reason=rejected)
+        and a hint naming the served ids. A server without C(/v1/models) is not judged.
     type: str
   prompt:
     description:
@@ -245,6 +248,10 @@ reason:
     - Why the wait failed; null on success.
     - One of C(unit_failed), C(unit_inactive), C(crash_loop), C(start_limit), C(stalled), C(timeout),
       C(rejected) (a 4xx other than 408/429, a redirect, or a TLS error), C(bad_response).
+    - C(unit_failed) also while the unit is still active, when its HTTP server could not bind the port
+      (C([Errno 98] ... address already in use)) and another process holds it; SGLang would SIGKILL itself when its
+      warmup gives up, about 2 minutes later; C(msg) names the port and that process.
+    - C(rejected) also when the completion answered but C(model) is not among the ids of C(GET /v1/models).
   returned: always
   type: str
   sample: unit_failed
@@ -361,7 +368,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.llmops.sglang.plugins.module_utils.nvidia_smi import parse_query_gpu, query_cmd
 from ansible_collections.llmops.sglang.plugins.module_utils.probe import (
-    COMPLETION_PROBES, PROBES, Outcome, OK, WAIT, build_request, classify_error, classify_http,
+    COMPLETION_PROBES, FOREIGN, PROBES, Outcome, OK, build_request, classify_error, classify_http,
 )
 from ansible_collections.llmops.sglang.plugins.module_utils.procfs import (
     cgroup_procs_paths, listening_inodes, parse_pids, socket_inode,
@@ -396,9 +403,9 @@ PROGRESS_GPU_EVERY = 30.0
 SETTLE_READS = 2            # extra journal reads after a unit failure when no cause was found yet
 SETTLE_DELAY = 0.3
 SECRET_HEADER_RE = re.compile(r'(?i)authorization|api[-_]?key|token|secret|cookie')
-FOREIGN_DETAIL = 'port %d accepts connections, but no process of %s listens on it'
-FOREIGN_HINT = ("Another process holds port %d (an old server?): find it with `ss -ltnp 'sport = :%d'` and stop it; "
-                "SGLang would fail with 'address already in use' once loaded.")
+FOREIGN_DETAIL = 'port %d accepts connections, but no process of %s listens on it (%s)'
+FOREIGN_HINT = ("Another process holds port %d (%s): stop it (`ss -ltnp 'sport = :%d'` shows it) or give the server "
+                "another port; SGLang fails with 'address already in use' once loaded.")
 
 ARGUMENT_SPEC = dict(
     unit=dict(type='str'),
@@ -481,6 +488,7 @@ class Host(object):
         self.env = {'LC_ALL': 'C', 'SYSTEMD_PAGER': '', 'SYSTEMD_COLORS': '0'}
         self.journal_warning = None
         self._foreign_inodes = None
+        self._holder = (None, None)
 
     def show(self):
         rc, out, err = self.module.run_command(show_cmd(self.systemctl, self.unit), environ_update=self.env)
@@ -561,6 +569,22 @@ class Host(object):
         self._foreign_inodes = inodes
         return False
 
+    def port_holder(self):
+        """Who holds the foreign listening socket port_owner found: 'pid N: command line', looked up once per socket."""
+        inodes = self._foreign_inodes or set()
+        if self._holder[0] != inodes:
+            self._holder = (inodes, 'held by a process this user cannot see')
+            for pid in [d for d in os.listdir('/proc') if d.isdigit()]:
+                try:
+                    fds = os.listdir('/proc/%s/fd' % pid)
+                except OSError:
+                    continue
+                if any(socket_inode(_readlink('/proc/%s/fd/%s' % (pid, fd))) in inodes for fd in fds):
+                    cmdline = (_read('/proc/%s/cmdline' % pid) or '').replace('\0', ' ').strip()
+                    self._holder = (inodes, 'held by pid %s: %s' % (pid, cmdline[:200] or '?'))
+                    break
+        return self._holder[1]
+
     def gpus(self):
         if not self.nvidia_smi:
             return []
@@ -578,6 +602,13 @@ def _read(path):
         with open(path, encoding='utf-8', errors='replace') as f:
             return f.read()
     except (IOError, OSError):
+        return None
+
+
+def _readlink(path):
+    try:
+        return os.readlink(path)
+    except OSError:
         return None
 
 
@@ -792,8 +823,9 @@ def main():
                 known = props or machine.props
                 if outcome.kind == OK and known is not None and host.port_owner(http.port, known) is False:
                     # a 200 from a port proves nothing when another process (an old server) holds it
-                    outcome = Outcome(WAIT, None, FOREIGN_DETAIL % (http.port, params['unit']),
-                                      FOREIGN_HINT % (http.port, http.port), outcome.latency)
+                    holder = host.port_holder()
+                    outcome = Outcome(FOREIGN, None, FOREIGN_DETAIL % (http.port, params['unit'], holder),
+                                      FOREIGN_HINT % (http.port, holder, http.port), outcome.latency)
                 probe = ('connect', outcome)
             elif plan.probe_step is not None:
                 probe = (plan.probe_step, http.request(plan.probe_step, machine.model, plan.request_timeout))

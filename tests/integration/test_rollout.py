@@ -73,16 +73,21 @@ def test_report_after_rollout_and_status(deployed):
 def test_canary_failure_stops_the_rollout_before_other_hosts(deployed):
     fleet = deployed
     canary, others = fleet.hosts[0], fleet.hosts[1:]
-    before = dict((h.name, unit_state(fleet, h)) for h in others)
+    before = dict((h.name, unit_state(fleet, h)) for h in fleet.hosts)
+    # A flag SGLang's parser refuses: the canary fails before its unit changes, its old server keeps serving.
     bad = dict(GOOD_ARGS, **{'enable-warp-drive': True})
     result = k26(fleet, 'playbooks/deploy_k26.yml', check_rc=False, sglang_server_args=bad)
     assert result.rc != 0
     assert 'unrecognized arguments: --enable-warp-drive' in result.stdout, result
+    assert 'keeps its running configuration' in result.stdout, result
+    assert unit_state(fleet, canary) == before[canary.name]
+    assert_untouched(fleet, others, before, result)
+    # A change that only fails once started (a crash while loading): rolled back to the configuration that served.
+    crash = dict(TEST_ENV, SGLANG_STANDIN_FAULT='crash@weights:scheduler_exception')
+    result = k26(fleet, 'playbooks/deploy_k26.yml', check_rc=False, sglang_env=crash)
+    assert result.rc != 0
     assert 'Rolled back' in result.stdout, result
-    # The other hosts were never touched: same process, same unit file.
-    for host in others:
-        assert unit_state(fleet, host) == before[host.name]
-        assert '%s ' % host.name not in [l[:len(host.name) + 1] for l in result.stdout.split('PLAY RECAP')[-1].splitlines()]
+    assert_untouched(fleet, others, before, result)
     # The canary serves its previous configuration again.
     assert 'ActiveState=active' in unit_state(fleet, canary)
     # The report still lists every host, the canary as failed and rolled back.
@@ -90,6 +95,13 @@ def test_canary_failure_stops_the_rollout_before_other_hosts(deployed):
     assert '(rolled back)' in report_lines(report, canary)[0], report
     for host in others:
         assert [l for l in report.splitlines() if l.strip().startswith(host.name + ' ') and 'not reached' in l], report
+
+
+def assert_untouched(fleet, others, before, result):
+    """The other hosts were never touched: same process, same unit file, not in the play's recap."""
+    for host in others:
+        assert unit_state(fleet, host) == before[host.name]
+        assert '%s ' % host.name not in [l[:len(host.name) + 1] for l in result.stdout.split('PLAY RECAP')[-1].splitlines()]
 
 
 def test_rolling_restart_keeps_at_most_one_batch_down(deployed):

@@ -138,14 +138,15 @@ def test_bad_change_rolls_back_and_old_config_serves(fleet, host):
     units.append('sglang-t3')
     good = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t3', 30030))
     assert good.rc == 0, good
-    bad_args = {'trust-remote-code': True, 'reasoning-parser': 'kimi_k2', 'enable-warp-drive': True}
-    bad = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t3', 30030, sglang_server_args=bad_args))
+    # A change that fails only once started (a refused flag is stopped earlier: test_a_refused_argv_...).
+    crash = {'SGLANG_STANDIN_PACE': PACE, 'SGLANG_STANDIN_FAULT': 'crash@weights:scheduler_exception'}
+    bad = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t3', 30030, sglang_env=crash))
     assert bad.rc != 0
-    assert 'unrecognized arguments: --enable-warp-drive' in bad.stdout, bad
+    assert 'Scheduler hit an exception' in bad.stdout, bad
     assert 'Rolled back' in bad.stdout, bad
     assert unit_show(fleet, target, 'sglang-t3.service', 'ActiveState')['ActiveState'] == 'active'
-    unit = fleet.run(target, 'cat /etc/systemd/system/sglang-t3.service', check=True).stdout
-    assert 'warp-drive' not in unit
+    env = fleet.run(target, 'cat /etc/sglang/sglang-t3.env', check=True).stdout
+    assert 'SGLANG_STANDIN_FAULT' not in env
     assert completion(fleet, target, 30030)['choices']
 
 
@@ -196,13 +197,27 @@ def test_secrets_stay_secret(fleet, host):
                             extra_args=['--diff', '-v'])
     assert result.rc == 0, result
     unit = 'sglang-t6.service'
-    pid = unit_show(fleet, target, unit, 'MainPID')['MainPID']
+    # What SGLang 0.5.23 itself shows (the stand-in does the same): the key in its `server_args=` log line, in
+    # /server_info's fields and launch_command; both endpoints are asked with the key, as an operator would.
+    info = fleet.run(target, ['python3', '-c', 'import sys, urllib.request as u\n'
+                              'for path in ("/server_info", "/get_server_info"):\n'
+                              '  req = u.Request("http://127.0.0.1:30060" + path, headers={"Authorization": "Bearer " + sys.argv[1]})\n'
+                              '  print(u.urlopen(req, timeout=10).read().decode())', key], check=True).stdout
+    assert 'launch_command' in info and '--model-path' in info, info
+    # Every process of the unit (the launcher and its scheduler children): command line and environment.
+    group = unit_show(fleet, target, unit, 'ControlGroup')['ControlGroup']
+    procs = sorted(set(fleet.run(target, 'cat /sys/fs/cgroup{,/unified,/systemd}%s/cgroup.procs 2>/dev/null' % group).stdout.split()))
+    assert len(procs) > 1, procs
     for secret in (key, token):
         assert secret not in result.stdout and secret not in result.stderr
-        # Not in the unit, any log (journal fields such as _CMDLINE included) or the server's command line.
-        leaks = fleet.run(target, 'grep -rl -- %s /etc/systemd/system /var/log /proc/%s/cmdline; '
-                                  'journalctl -o verbose -u %s | grep -c -- %s' % (secret, pid, unit, secret)).stdout
+        assert secret not in info
+        # Not in the unit, any log (journal fields such as _CMDLINE included), a command line or the environment.
+        leaks = fleet.run(target, 'grep -rl -- %s /etc/systemd/system /etc/sglang/sglang-t6.env /var/log %s; '
+                                  'journalctl -o verbose -u %s | grep -c -- %s'
+                                  % (secret, ' '.join('/proc/%s/cmdline' % p for p in procs), unit, secret)).stdout
         assert leaks.strip() == '0', leaks
+    environ = fleet.run(target, 'for p in %s; do tr "\\0" "\\n" < /proc/$p/environ; done' % ' '.join(procs), check=True).stdout
+    assert key not in environ and 'SGLANG_API_KEY' not in environ, 'the key is in a process environment of %s' % unit
     # Only root-only files hold them: the EnvironmentFiles and the last-known-good copy.
     holders = fleet.run(target, 'grep -rl -- %s /etc /var/lib' % key, check=True).stdout.split()
     assert sorted(holders) == ['/etc/sglang/sglang-t6.secrets.env', '/var/lib/sglang/sglang-t6/last-good/secrets.env']
@@ -237,3 +252,50 @@ def test_check_mode_on_a_host_without_the_unit(fleet, host):
     check = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-never', 30080), check=True, extra_args=['--diff'])
     assert check.rc == 0, check
     fleet.run(target, 'test ! -e /etc/systemd/system/sglang-never.service', check=True)
+
+
+def test_check_mode_on_a_fresh_host_without_python3_apt(fleet, host):
+    """apt's check mode needs python3-apt, which a fresh Debian 12 host lacks: the role asks dpkg instead."""
+    target, _units = host
+    fleet.run(target, 'dpkg --remove python3-apt python3-dev && ! dpkg -s python3-apt', check=True)
+    state = ("dpkg-query -W -f='${Package} ${db:Status-Status}\\n' | sort | md5sum; ls /etc/systemd/system /etc/sglang "
+             "/usr/local/lib 2>&1 | md5sum")
+    before = fleet.run(target, state, check=True).stdout
+    check = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-fresh', 30085), check=True, extra_args=['--diff'])
+    assert check.rc == 0, check
+    assert 'python3-apt must be installed' not in check.stdout
+    would = re.search(r'would install: ([^\'"\n]*)', check.stdout)
+    assert would and 'python3-dev' in would.group(1).split(), check
+    assert fleet.run(target, state, check=True).stdout == before, 'check mode changed the host'
+    fleet.run(target, 'test ! -e /etc/systemd/system/sglang-fresh.service && ! dpkg -s python3-apt', check=True)
+
+
+def unit_state(fleet, host, name):
+    return fleet.run(host, 'systemctl show -p InvocationID -p MainPID -p ActiveState %s.service; md5sum '
+                           '/etc/systemd/system/%s.service /etc/sglang/%s.env' % (name, name, name), check=True).stdout
+
+
+@pytest.mark.parametrize('server_args, extra_args, variable, words', [
+    ({'mem-fraction-static': '0.9 x'}, [], "sglang_server_args['mem-fraction-static']",
+     "sglang serve: error: argument --mem-fraction-static: invalid float value: '0.9 x'"),
+    ({}, ['--log-level', 'info', '--no-such-flag'], 'sglang_extra_args[2]',
+     'sglang serve: error: unrecognized arguments: --no-such-flag'),
+    ({'cuda-graph-max-bs': 64}, [], "sglang_server_args['cuda-graph-max-bs']",
+     'sglang serve: error: ambiguous option: --cuda-graph-max-bs could match --cuda-graph-max-bs-decode'),
+])
+def test_a_refused_argv_fails_before_the_old_server_stops(fleet, host, server_args, extra_args, variable, words):
+    target, units = host
+    units.append('sglang-t9')
+    deployed = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t9', 30095))
+    assert deployed.rc == 0, deployed
+    before = unit_state(fleet, target, 'sglang-t9')
+    base = role_vars(target, 'sglang-t9', 30095)['sglang_server_args']
+    for check_mode in (True, False):
+        result = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t9', 30095, sglang_server_args=dict(base, **server_args),
+                                                    sglang_extra_args=extra_args), check=check_mode)
+        assert result.rc != 0, result
+        # SGLang's own words (the venv's parser), the variable, and that nothing changed.
+        assert variable in result.stdout and words in result.stdout, result
+        assert 'keeps its running configuration' in result.stdout, result
+        assert unit_state(fleet, target, 'sglang-t9') == before
+    assert completion(fleet, target, 30095)['choices'], 'the old server still answers'

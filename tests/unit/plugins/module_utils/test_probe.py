@@ -229,7 +229,7 @@ def test_health_probes_only_need_the_status(server):
 def test_model_discovery(server):
     server.routes['/v1/models'] = (200, {'object': 'list', 'data': [{'id': '/root/models/Kimi-K2.6', 'object': 'model'}]}, 0)
     out = send('models', server.url)
-    assert out.kind == P.OK and out.value == '/root/models/Kimi-K2.6'
+    assert out.kind == P.OK and out.value == ['/root/models/Kimi-K2.6']
     server.routes['/v1/models'] = (200, {'object': 'list', 'data': []}, 0)
     assert send('models', server.url).kind == P.BAD
     server.routes['/model_info'] = (200, {'model_path': '/m', 'served_model_name': 'kimi-k2.6', 'is_generation': True}, 0)

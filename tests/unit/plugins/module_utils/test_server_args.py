@@ -11,6 +11,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.server_args import (
     ServerArgsError,
     build_argv,
     normalize_flag,
+    parser_refusal,
     systemd_exec_line,
     systemd_quote,
 )
@@ -112,3 +113,45 @@ def test_environment_lines_refuse_bad_input(env, message):
     from ansible_collections.llmops.sglang.plugins.module_utils.server_args import environment_lines
     with pytest.raises(ServerArgsError, match=message):
         environment_lines(env)
+
+
+def test_a_reserved_flag_in_extra_args_points_at_its_variable():
+    # argparse keeps the last of two --model-path without a word: the role's value would silently lose
+    for arg in ('--model-path', '--model-path=/other'):
+        with pytest.raises(ServerArgsError, match=r"sglang_extra_args\[1\]: --model-path is set by sglang_model_path"):
+            build_argv({}, ['--log-level', arg], {'model-path': 'sglang_model_path'})
+
+
+def argparse_stderr(argv):
+    """What argparse itself prints for SGLang-shaped flags (prog and flag names as in SGLang 0.5.23)."""
+    import argparse
+    import contextlib
+    import io
+    parser = argparse.ArgumentParser(prog='sglang serve')
+    parser.add_argument('--mem-fraction-static', type=float)
+    parser.add_argument('--cuda-graph-max-bs-decode', type=int)
+    parser.add_argument('--cuda-graph-max-bs-prefill', type=int)
+    parser.add_argument('--port', type=int)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit):
+        parser.parse_args(argv)
+    return 'some warning first\n' + err.getvalue()
+
+
+@pytest.mark.parametrize('argv, server_args, extra_args, variable, words', [
+    (['--mem-fraction-static', '0.9 x'], {'mem_fraction_static': '0.9 x'}, [],
+     "sglang_server_args['mem_fraction_static']", "argument --mem-fraction-static: invalid float value: '0.9 x'"),
+    (['--cuda-graph-max-bs', '64'], {'cuda-graph-max-bs': 64}, [],
+     "sglang_server_args['cuda-graph-max-bs']", 'ambiguous option: --cuda-graph-max-bs could match'),
+    (['--log-levle', 'info'], {}, ['--log-levle', 'info'], 'sglang_extra_args[0]', 'unrecognized arguments: --log-levle info'),
+    (['--port', 'x'], {}, [], 'sglang_port', "argument --port: invalid int value: 'x'"),
+])
+def test_parser_refusal_names_the_variable_and_keeps_sglangs_words(argv, server_args, extra_args, variable, words):
+    refusal = parser_refusal(argparse_stderr(argv), server_args, extra_args, {'port': 'sglang_port'})
+    assert refusal['variable'] == variable
+    assert refusal['error'].startswith('sglang serve: error: ') and words in refusal['error'], refusal
+
+
+def test_parser_refusal_without_an_argparse_line():
+    refusal = parser_refusal('Traceback (most recent call last):\n  File "x"\nValueError: bad\n')
+    assert refusal == {'error': 'ValueError: bad', 'variable': 'sglang_server_args / sglang_extra_args'}

@@ -45,7 +45,7 @@ def outcome(kind, status=None, detail='', value=None, latency=0.05):
 
 REFUSED = outcome(P.REFUSED)
 CONNECTED = outcome(P.OK, detail='port open', latency=0.001)
-MODELS = outcome(P.OK, 200, 'model kimi', 'kimi-k2.6')
+MODELS = outcome(P.OK, 200, 'models kimi-k2.6', ['kimi-k2.6'])
 READY = outcome(P.OK, 200, 'HTTP 200 with a generated token', latency=0.41)
 UNAVAILABLE = outcome(P.WAIT, 503, 'HTTP 503: starting')
 
@@ -383,6 +383,30 @@ def test_model_discovery_falls_back_to_model_info():
     d, m, t = sim.run()
     assert d.action == 'ready' and m.model == 'served-name'
     assert steps_of(sim) == ['connect', 'models', 'model_info', 'chat']
+
+
+def test_a_model_the_server_does_not_serve_fails_naming_the_served_ids():
+    """SGLang 0.5.23 answers a completion for any model name with 200: only the served ids tell the truth."""
+    served = outcome(P.OK, 200, 'models kimi-k2.6, lora-a', ['kimi-k2.6', 'lora-a'])
+    probe = {'connect': CONNECTED, 'models': served, 'chat': READY}
+    sim = Sim(cfg(model='kimi-k2'), unit=[(0, props())], probe=lambda t, step: probe[step])
+    d, m, t = sim.run()
+    assert d.action == 'fail' and d.reason == 'rejected'
+    res = m.result()
+    assert res['msg'] == "%s does not serve model 'kimi-k2': GET /v1/models lists kimi-k2.6, lora-a" % URL
+    assert 'kimi-k2.6, lora-a' in res['hint'] and 'sglang_served_model_name' in res['hint']
+    # The completion (which named the wrong model) answered 200; the served ids then decided.
+    assert steps_of(sim) == ['connect', 'chat', 'models']
+    # The served name, or one of the adapters, passes the check.
+    for name in ('kimi-k2.6', 'lora-a'):
+        sim = Sim(cfg(model=name), unit=[(0, props())], probe=lambda t, step: probe[step])
+        d, m, t = sim.run()
+        assert d.action == 'ready' and m.model == name and steps_of(sim) == ['connect', 'chat', 'models']
+        assert m.result()['probe']['status'] == 200 and 'generated token' in m.result()['probe']['detail']
+    # A server without /v1/models (404) is not judged: the completion was the proof.
+    probe['models'] = outcome(P.REJECTED, 404, 'HTTP 404: Not Found')
+    d, m, t = Sim(cfg(model='kimi-k2'), unit=[(0, props())], probe=lambda t, step: probe[step]).run()
+    assert d.action == 'ready'
 
 
 def test_server_going_away_returns_to_connect_checks():

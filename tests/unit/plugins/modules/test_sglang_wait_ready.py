@@ -110,6 +110,18 @@ def test_endpoint_only_ready_with_model_discovery(server, capsys):
     assert SECRET not in res['_raw']
 
 
+def test_a_model_the_server_does_not_serve_is_caught(server, capsys):
+    """Like SGLang 0.5.23: the completion answers 200 whatever the model, /v1/models lists what is served."""
+    server.routes['/v1/models'] = (200, {'object': 'list', 'data': [{'id': 'kimi-k2.6', 'object': 'model'}]}, 0)
+    server.routes['/v1/chat/completions'] = (200, chat_body('OK'), 0)
+    res = run_module({'url': server.url, 'model': 'kimi-k2', 'timeout': 30}, capsys)
+    assert res['failed'] and res['reason'] == 'rejected' and res['ready'] is False
+    assert "does not serve model 'kimi-k2': GET /v1/models lists kimi-k2.6" in res['msg'], res['msg']
+    assert 'kimi-k2.6' in res['hint']
+    res = run_module({'url': server.url, 'model': 'kimi-k2.6', 'timeout': 30}, capsys)
+    assert res['ready'] is True and res['probe']['model'] == 'kimi-k2.6'
+
+
 def test_endpoint_only_waits_through_503(server, capsys):
     calls = []
 
@@ -312,6 +324,7 @@ def test_unit_that_is_not_running(fake_systemd, capsys):
 def bare_host():
     host = mod.Host.__new__(mod.Host)
     host._foreign_inodes = None   # pylint: disable=protected-access
+    host._holder = (None, None)   # pylint: disable=protected-access
     return host
 
 
@@ -334,6 +347,32 @@ def test_port_owner_spots_a_foreign_listener(server, tmp_path):
     finally:
         other.kill()
         other.wait()
+
+
+def test_a_busy_http_port_is_named_as_the_cause_at_once(fake_systemd, server, capsys):
+    """SGLang 0.5.23 after uvicorn's [Errno 98]: the unit stays active for 2 minutes (its warmup polls /model_info
+    120 x 1 s) while another process answers on the port. The waiter ends as soon as both are seen."""
+    import subprocess
+    unit_process = subprocess.Popen(['sleep', '120'])
+    try:
+        (fake_systemd / 'show.0').write_text(SHOW_RUNNING.format(pid=unit_process.pid).replace('activating', 'active')
+                                             .replace('SubState=start', 'SubState=running'))
+        (fake_systemd / 'backfill').write_text('\n'.join([
+            jrec('[2026-05-30 14:36:15 TP0] Load weight begin. avail mem=177.20 GB', cursor='s=1;i=1'),
+            jrec("ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', %d): address already in use"
+                 % server.port, cursor='s=1;i=2'),
+        ]) + '\n')
+        res = run_module({'unit': 'sglang-k26.service', 'url': server.url, 'timeout': 100, 'max_poll_interval': 1}, capsys)
+    finally:
+        unit_process.kill()
+        unit_process.wait()
+    assert res['failed'] and res['reason'] == 'unit_failed', res['msg']
+    assert 'could not bind its port' in res['msg'] and 'address already in use' in res['msg'], res['msg']
+    # The holder is this test process, which serves the port.
+    assert 'held by pid %d' % os.getpid() in res['msg'], res['msg']
+    assert 'port %d' % server.port in res['hint'] and 'held by pid %d' % os.getpid() in res['hint'], res['hint']
+    assert res['elapsed'] < 100
+    assert not [r for r in server.requests if r['path'] != '/'], 'nothing was asked of the foreign server'
 
 
 def test_stall_with_a_journalctl_that_exits_1_when_nothing_is_new(fake_systemd, capsys):
