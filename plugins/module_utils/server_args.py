@@ -121,6 +121,41 @@ def build_argv(server_args=None, extra_args=None, reserved=None):
     return argv
 
 
+# argparse's own last words, as SGLang 0.5.23 prints them: "sglang serve: error: argument --x: invalid float value"
+# (server_args.py:679: ArgumentParser(prog="sglang serve")), "ambiguous option: --a could match --a-b, --a-c",
+# "unrecognized arguments: --x 1".
+_PARSER_ERROR = re.compile(r'^\S.*?: error: .+$', re.M)
+_FLAG_IN_ERROR = re.compile(r'(?<![\w-])--([A-Za-z0-9][A-Za-z0-9_-]*)')
+
+
+def parser_refusal(stderr, server_args=None, extra_args=None, reserved=None):
+    """What SGLang's parser said about the role's argv, and the role variable that holds the flag it names.
+
+    Returns {'error': the parser's error line (or the last line of its output), 'variable': e.g.
+    ``sglang_server_args['mem-fraction-static']``, ``sglang_extra_args[2]``, ``sglang_port``, or the two argument
+    variables when no flag is named}.
+    """
+    text = stderr or ''
+    errors = _PARSER_ERROR.findall(text)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    error = errors[-1].strip() if errors else (lines[-1] if lines else 'the parser failed without a message')
+    keys = {}
+    for name in (server_args or {}):
+        try:
+            keys.setdefault(normalize_flag(name), name)
+        except ServerArgsError:
+            continue
+    for flag in _FLAG_IN_ERROR.findall(error):
+        if flag in keys:
+            return {'error': error, 'variable': 'sglang_server_args[%r]' % keys[flag]}
+        for index, arg in enumerate(extra_args or []):
+            if str(arg) == '--' + flag or str(arg).startswith('--%s=' % flag):
+                return {'error': error, 'variable': 'sglang_extra_args[%d]' % index}
+        if flag in (reserved or {}):
+            return {'error': error, 'variable': reserved[flag]}
+    return {'error': error, 'variable': 'sglang_server_args / sglang_extra_args'}
+
+
 def systemd_quote(word):
     """Quote one argv word so that systemd's ExecStart= parser hands it to the program unchanged.
 
