@@ -88,8 +88,8 @@ build: setup ## build the collection tarball, install it, and check ansible-doc 
 	ANSIBLE_COLLECTIONS_PATH=$(ROOT)/.build/installed $(VENV)/bin/ansible-doc -l llmops.sglang | tee .build/dist/modules.txt
 	grep -q '^llmops.sglang.sglang_wait_ready' .build/dist/modules.txt
 
-integration: setup ## tests on a local fleet of real systemd hosts (root; boots and removes the fleet)
-	LLMOPS_REQUIRE_FLEET=1 PATH=$(VENV)/bin:$$PATH $(VENV)/bin/python -m pytest -q tests/integration
+integration: setup ## tests on local fleets of real systemd hosts, three groups at once (root; boots and removes them)
+	PATH=$(VENV)/bin:$$PATH PYTHON=$(VENV)/bin/python bash tests/integration/run_groups.sh
 
 fleet-up: setup ## boot N local systemd hosts (default 3) and write inventories/local/hosts.yml
 	$(VENV)/bin/python tests/fleet/fleet.py up --count $(N)

@@ -101,9 +101,11 @@ def test_reserved_flags_cover_every_spelling_of_the_flags_the_role_sets(release)
 
 # ---- flags the docs and hints recommend --------------------------------------------------------------------------
 
-# Not SGLang's: journalctl's, pip's and ansible-playbook's options, and the docs' example of an unknown flag.
+# Not SGLang's: journalctl's, pip's and ansible-playbook's options, node_exporter's --collector.*, nvidia-smi's,
+# huggingface-cli's --local-dir; and `--tp`, the docs' example of an abbreviation the role refuses (it is not a flag).
 OTHER_TOOLS = {'--since', '--no-pager', '--show-cursor', '--no-deps', '--no-index', '--check', '--diff',
-               '--find-links', '--trusted-host', '--index-url', '--tags', '--limit', '--extra-vars'}
+               '--find-links', '--trusted-host', '--index-url', '--tags', '--limit', '--extra-vars',
+               '--collector', '--query-gpu', '--version', '--local-dir', '--tp'}
 DOCS = ['README.md', 'roles/server/defaults/main.yml', 'roles/server/meta/argument_specs.yml'] + sorted(
     os.path.join('docs', name) for name in os.listdir(os.path.join(ROOT, 'docs')) if name.endswith('.md'))
 QUOTED_ERROR = re.compile(r'`[^`]*error:[^`]*`')
