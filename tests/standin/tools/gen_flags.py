@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Write the stand-in's flag table from the real SGLang release's parser.
 
     .venv/bin/python tests/standin/tools/gen_flags.py           # (re)write src/sglang_standin/data/flags.json

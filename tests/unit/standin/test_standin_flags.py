@@ -69,4 +69,4 @@ def test_deprecated_disable_cuda_graph_warns(capfd):
     args = prepare_server_args(["--model-path", "m", "--disable-cuda-graph"])
     assert args.disable_cuda_graph is True
     assert capfd.readouterr().err == ("\033[1;33m'--disable-cuda-graph' is deprecated and will be removed in a future "
-                                       "release. Use '--cuda-graph-backend-{decode,prefill}=disabled' instead.\033[0m\n")
+                                      "release. Use '--cuda-graph-backend-{decode,prefill}=disabled' instead.\033[0m\n")

@@ -923,6 +923,8 @@ class FollowerHandler(Handler):
         path = self.path.split("?", 1)[0]
         self.send_body(405 if path in ("/ping", "/health", "/health_generate") else 404,
                        {"detail": "Method Not Allowed" if path in ("/ping", "/health", "/health_generate") else "Not Found"})
+
+
 metrics_mod.instrument(Handler)  # /metrics, and the requests and generations that move it (metrics.py)
 
 

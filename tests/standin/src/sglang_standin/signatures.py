@@ -277,10 +277,10 @@ def config_missing(model_path, exists):
     # Resolution runs in the launcher (0.5.23 entrypoints/engine.py:1153, server_args.py:277), before the
     # server_args= line; the inner frames are illustrative.
     frames = LAUNCH_FRAMES + [
-              sg("entrypoints/engine.py", 1153, "_launch_subprocesses", "server_args.resolve_once()"),
-              sg("server_args.py", 277, "resolve_once", "run_resolution_pipeline(self)"),
-              sg("utils/hf_transformers_utils.py", 231, "get_config", "config = AutoConfig.from_pretrained("),
-              frame(_site("transformers/utils/hub.py"), 567, "cached_files", "raise OSError(")]
+        sg("entrypoints/engine.py", 1153, "_launch_subprocesses", "server_args.resolve_once()"),
+        sg("server_args.py", 277, "resolve_once", "run_resolution_pipeline(self)"),
+        sg("utils/hf_transformers_utils.py", 231, "get_config", "config = AutoConfig.from_pretrained("),
+        frame(_site("transformers/utils/hub.py"), 567, "cached_files", "raise OSError(")]
     if exists:
         msg = ("OSError: %s does not appear to have a file named config.json. Checkout "
                "'https://huggingface.co/%s/tree/main' for available files." % (model_path, model_path))
@@ -297,8 +297,8 @@ def config_missing(model_path, exists):
 
 def json_override_error(text, err):
     frames = LAUNCH_FRAMES + [
-              sg("entrypoints/engine.py", 1153, "_launch_subprocesses", "server_args.resolve_once()"),
-              sg("server_args.py", 277, "resolve_once", "run_resolution_pipeline(self)"),
-              sg("configs/model_config.py", 108, "__init__", "json.loads(model_override_args)"),
-              frame(os.path.join(STDLIB, "json/decoder.py"), 353, "raw_decode", "obj, end = self.scan_once(s, idx)")]
+        sg("entrypoints/engine.py", 1153, "_launch_subprocesses", "server_args.resolve_once()"),
+        sg("server_args.py", 277, "resolve_once", "run_resolution_pipeline(self)"),
+        sg("configs/model_config.py", 108, "__init__", "json.loads(model_override_args)"),
+        frame(os.path.join(STDLIB, "json/decoder.py"), 353, "raw_decode", "obj, end = self.scan_once(s, idx)")]
     return main_traceback(frames, "json.decoder.JSONDecodeError: %s" % err)
