@@ -78,7 +78,8 @@ mkdir -p /etc/sglang-standin && : > {faults}
     fleet.run(host, 'systemctl stop pf-a pf-b pf-foreign 2>/dev/null; systemctl reset-failed 2>/dev/null; '
                     'rm -f {smi} {faults} /etc/systemd/system/pf-a.service /etc/systemd/system/pf-b.service '
                     '/etc/sglang/pf-a.env /etc/sglang/pf-b.env; rm -rf {model} /root/pf-backup /var/lib/sglang/pf-a '
-                    '/var/lib/sglang/pf-b; systemctl daemon-reload; true'.format(smi=SMI, faults=FAULT_FILE, model=MODEL))
+                    '/var/lib/sglang/pf-b /var/lib/prometheus/node-exporter/pf-a.prom '
+                    '/var/lib/prometheus/node-exporter/.pf-a.prom.staged; systemctl daemon-reload; true'.format(smi=SMI, faults=FAULT_FILE, model=MODEL))
 
 
 @pytest.fixture(scope='module')
