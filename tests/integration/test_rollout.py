@@ -57,8 +57,10 @@ def deployed(fleet):
     assert result.rc == 0, result
     k26(fleet, 'playbooks/deploy_k26.yml', k26_serial=len(fleet.hosts))
     yield fleet
+    # Disabled too: an enabled unit claims its GPUs for the next boot, and the preflight gate refuses a later test's
+    # instance on the same GPUs (module_utils/gpu_health.py).
     for host in fleet.hosts:
-        fleet.run(host, 'systemctl stop %s; systemctl reset-failed %s 2>/dev/null; true' % (UNIT, UNIT))
+        fleet.run(host, 'systemctl disable --now %s; systemctl reset-failed %s 2>/dev/null; true' % (UNIT, UNIT))
 
 
 def test_report_after_rollout_and_status(deployed):

@@ -153,8 +153,10 @@ def test_bad_change_rolls_back_and_old_config_serves(fleet, host):
 def test_two_instances_side_by_side(fleet, host):
     target, units = host
     units.extend(['sglang-k26', 'sglang-k26-ddtree'])
-    for name, port in (('sglang-k26', 30001), ('sglang-k26-ddtree', 30002)):
-        result = fleet.playbook(PLAYBOOK, role_vars(target, name, port))
+    # Each on its own half of the 8 GPUs, as the preflight's GPU claim check requires of instances sharing a host.
+    for name, port, gpus in (('sglang-k26', 30001, '0,1,2,3'), ('sglang-k26-ddtree', 30002, '4,5,6,7')):
+        result = fleet.playbook(PLAYBOOK, role_vars(target, name, port, sglang_tp_size=4,
+                                                    sglang_env={'SGLANG_STANDIN_PACE': PACE, 'CUDA_VISIBLE_DEVICES': gpus}))
         assert result.rc == 0, result
     for name, port in (('sglang-k26', 30001), ('sglang-k26-ddtree', 30002)):
         assert unit_show(fleet, target, name + '.service', 'ActiveState')['ActiveState'] == 'active'
