@@ -588,9 +588,7 @@ class Host(object):
     def gpus(self):
         if not self.nvidia_smi:
             return []
-        cmd = query_cmd(self.nvidia_smi)
-        if self.timeout_bin:
-            cmd = [self.timeout_bin, '10'] + cmd
+        cmd = query_cmd(self.nvidia_smi, self.timeout_bin)  # bounded as sglang_info's: one place for the timeout
         rc, out, dummy = self.module.run_command(cmd, environ_update=self.env)
         if rc != 0:
             return []
