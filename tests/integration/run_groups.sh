@@ -52,7 +52,11 @@ for row in "${GROUPS_TABLE[@]}"; do
   (
     if [ -n "$state" ]; then export LLMOPS_FLEET_STATE_DIR="$state" LLMOPS_FLEET_PREFIX="$prefix"; fi
     # A group that hangs is stopped (SIGTERM: its fixtures still remove its fleet) so that its log gets printed.
-    LLMOPS_REQUIRE_FLEET=1 exec timeout -k 60 "${GROUP_TIMEOUT:-2700}" "$PYTHON" -m pytest -q -p no:cacheprovider $files "$@"
+    # Its own --basetemp: pytest prunes all but the newest three /tmp/pytest-of-USER/pytest-N dirs, so pytest runs
+    # started beside it (the other groups, make static's unit tests) would delete this one's tmp_path dirs mid-run.
+    rm -rf "$LOGS/tmp-$name"
+    LLMOPS_REQUIRE_FLEET=1 exec timeout -k 60 "${GROUP_TIMEOUT:-2700}" "$PYTHON" -m pytest -q -p no:cacheprovider \
+      --basetemp "$LOGS/tmp-$name" $files "$@"
   ) >"$LOGS/$name.log" 2>&1 &
   pids+=($!)
   names+=("$name")
