@@ -30,6 +30,10 @@ SSH_OPTIONS = [
 # The same options for ansible; BatchMode is left out as ansible sets its own.
 INVENTORY_SSH_ARGS = "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
 
+# Every host also has this unprivileged login (the fleet's key, passwordless sudo), as operators' GPU fleets do:
+# ansible_user: deploy with ansible_become: true (inventories/ct200, b300; tests/integration/test_become.py).
+LOGIN_USER = "deploy"
+
 
 class FleetClientError(RuntimeError):
     """A fleet.py call or a command on a host failed; the message says which and how."""

@@ -13,6 +13,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from .client import LOGIN_USER
 from .common import FleetError, STOPPING, SUBNET_PREFIX, run, tail
 from .model import ssh_command
 from .procs import host_cgroups
@@ -41,6 +42,7 @@ def prepare_host(fleet, host, base):
     authorized = ssh_dir / "authorized_keys"
     authorized.write_text(fleet.key.with_suffix(".pub").read_text(encoding="utf-8"), encoding="utf-8")
     os.chmod(authorized, 0o600)
+    add_login_user(fleet, root)
     run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "root@" + host.name,
          "-f", str(root / "etc" / "ssh" / "ssh_host_ed25519_key")], capture=True)
     # The only package source is the outer machine, like an air-gapped GPU fleet with an internal mirror.
@@ -53,6 +55,25 @@ def prepare_host(fleet, host, base):
     setup_network(host)
     for cgroup in host_cgroups(host.name):
         cgroup.mkdir(parents=True, exist_ok=True)
+
+
+def add_login_user(fleet, root):
+    """LOGIN_USER: an unprivileged login with the fleet's key and passwordless sudo (the base image has sudo)."""
+    run(["useradd", "--root", str(root), "--create-home", "--shell", "/bin/bash", "--user-group", LOGIN_USER],
+        capture=True)
+    entry = [line.split(":") for line in (root / "etc" / "passwd").read_text(encoding="utf-8").splitlines()
+             if line.startswith(LOGIN_USER + ":")][0]
+    uid, gid, home = int(entry[2]), int(entry[3]), root / entry[5].lstrip("/")
+    ssh_dir = home / ".ssh"
+    ssh_dir.mkdir(mode=0o700, exist_ok=True)
+    authorized = ssh_dir / "authorized_keys"
+    authorized.write_text(fleet.key.with_suffix(".pub").read_text(encoding="utf-8"), encoding="utf-8")
+    os.chmod(authorized, 0o600)
+    for path in (ssh_dir, authorized):
+        os.chown(path, uid, gid)
+    sudoers = root / "etc" / "sudoers.d" / LOGIN_USER
+    sudoers.write_text("%s ALL=(ALL:ALL) NOPASSWD: ALL\n" % LOGIN_USER, encoding="utf-8")
+    os.chmod(sudoers, 0o440)
 
 
 # Hosts reach each other through the outer machine (multi-node servers rendezvous across hosts) and nothing else:

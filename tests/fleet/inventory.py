@@ -9,7 +9,7 @@ import contextlib
 import json
 import os
 
-from .client import INVENTORY_SSH_ARGS
+from .client import INVENTORY_SSH_ARGS, LOGIN_USER
 
 __metaclass__ = type  # pylint: disable=invalid-name
 
@@ -27,6 +27,8 @@ def write_inventory(fleet, hosts):
         "        ansible_ssh_private_key_file: %s" % q(str(fleet.key)),
         "        ansible_ssh_common_args: %s" % q(INVENTORY_SSH_ARGS),
         "        ansible_python_interpreter: /usr/bin/python3",
+        # The unprivileged login every host also has: ansible_user: it, with ansible_become: true (test_become.py).
+        "        fleet_login_user: %s" % q(LOGIN_USER),
         "      hosts:",
     ]
     for host in hosts:
