@@ -10,8 +10,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 import hashlib
+import json
+import os
 import sys
 
 import pytest
@@ -56,8 +57,12 @@ def containerfile(ee_context):
 def image_collections(ee_context, tmp_path_factory):
     """What the galaxy stage puts in /usr/share/ansible/collections, installed by the same command from the context."""
     dest = tmp_path_factory.mktemp('image') / 'collections'
+    # The image knows no other collections: make exports a collections path and PYTHONPATH with the checkout as
+    # llmops.sglang, which ansible-galaxy would take for the collection installed already ("Nothing to do").
+    env = dict((key, value) for key, value in os.environ.items() if key != 'PYTHONPATH')
+    env['ANSIBLE_COLLECTIONS_PATH'] = str(dest)
     run([tool('ansible-galaxy'), 'collection', 'install', '-r', 'requirements.yml', '--collections-path', str(dest)],
-        ee_context / '_build')
+        ee_context / '_build', env=env)
     return dest
 
 
