@@ -25,7 +25,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 N ?= 3
 
-.PHONY: help setup test static sanity lint units conformance integration demo fleet-up fleet-down fleet-status build changelog-lint bench bench-quick clean
+.PHONY: help setup test static sanity lint units conformance integration demo fleet-up fleet-down fleet-status build packaging ee changelog-lint bench bench-quick clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 18
@@ -55,8 +55,8 @@ test: setup ## everything CI runs: the static checks and the fleet integration g
 	# run both at once (the static checks niced, so the fleet tests' deadlines are not starved) and fail if either did.
 	$(MAKE) --no-print-directory -j2 static integration
 
-static: setup ## lint, changelog, units, conformance, build, sanity (in this order)
-	nice -n 10 $(MAKE) --no-print-directory -j1 lint changelog-lint units conformance build sanity
+static: setup ## lint, changelog, units, conformance, build, packaging, sanity (in this order)
+	nice -n 10 $(MAKE) --no-print-directory -j1 lint changelog-lint units conformance build packaging sanity
 
 lint: setup ## ansible-lint, production profile (.config/ansible-lint.yml)
 	PATH=$(VENV)/bin:$$PATH ansible-lint --offline
@@ -93,6 +93,14 @@ build: setup ## build the collection tarball, install it, and check ansible-doc 
 	$(VENV)/bin/ansible-galaxy collection install -p .build/installed .build/dist/llmops-sglang-*.tar.gz
 	ANSIBLE_COLLECTIONS_PATH=$(ROOT)/.build/installed $(VENV)/bin/ansible-doc -l llmops.sglang | tee .build/dist/modules.txt
 	grep -q '^llmops.sglang.sglang_wait_ready' .build/dist/modules.txt
+
+packaging: setup ## the real ansible-builder, ansible-galaxy and antsibull-changelog on this checkout (tests/packaging)
+	$(VENV)/bin/python -m pytest -q tests/packaging
+
+ee: setup ## write the execution environment's build context (.build/ee/context/Containerfile) with ansible-builder
+	rm -rf .build/ee
+	$(VENV)/bin/ansible-builder create -f execution-environment.yml -c .build/ee/context --output-filename Containerfile
+	@echo "Build it with: podman build -t llmops-sglang-ee .build/ee/context"
 
 integration: setup ## tests on local fleets of real systemd hosts, three groups at once (root; boots and removes them)
 	PATH=$(VENV)/bin:$$PATH PYTHON=$(VENV)/bin/python bash tests/integration/run_groups.sh

@@ -58,7 +58,7 @@ def controller_owner():
 class ActionModule(ActionBase):
     """Take/renew/release the host's rollout lock."""
 
-    _VALID_ARGS = frozenset(('path', 'state', 'lease', 'wait'))
+    _VALID_ARGS = frozenset(('path', 'state', 'lease', 'wait', 'require_root'))
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
@@ -78,6 +78,10 @@ class ActionModule(ActionBase):
                 answer.pop('invocation', None)
                 return dict(result, **answer)
             holder = answer.get('held_by') or {}
+            if self._task.check_mode or self._play_context.check_mode:
+                # Check mode takes no lock: it says who holds it (a real run would wait, then be refused) and goes on.
+                answer.pop('invocation', None)
+                return dict(result, **answer)
             if stale_on_this_controller(holder, args['owner']['controller'], pid_start_ticks):
                 # ansible-playbook pid P of this controller is gone: its lock protects nothing any more.
                 args['break_token'] = holder.get('token')

@@ -47,6 +47,14 @@ options:
   break_token:
     description: Set by the action plugin to take over a stale lock whose holder it found gone.
     type: str
+  require_root:
+    description:
+      - Refuse to run, before reading or writing anything, unless the module runs as root, with a message that names
+        the login user and the C(become) settings to use. Also in check mode.
+      - The server role sets it, as its lock is the first thing it does on a host and everything after needs root.
+    type: bool
+    default: false
+    version_added: 0.1.0
 attributes:
   action:
     support: full
@@ -72,6 +80,11 @@ EXAMPLES = r"""
 - name: Release it
   llmops.sglang.sglang_host_lock:
     state: unlocked
+
+- name: A play that logs in as an unprivileged user must escalate (become) before it changes anything
+  llmops.sglang.sglang_host_lock:
+    require_root: true
+  become: true
 """
 
 RETURN = r"""
@@ -92,6 +105,11 @@ released:
   description: Whether this run held the lock and released it.
   returned: with O(state=unlocked)
   type: bool
+euid:
+  description: The user id the module ran as, when O(require_root) refused it.
+  returned: when refused for not running as root
+  type: int
+  sample: 1000
 broke_stale:
   description: The record of a holder found gone (a killed ansible-playbook of this controller) whose lock was taken over.
   returned: when that happened
@@ -101,11 +119,13 @@ broke_stale:
 import fcntl
 import json
 import os
+import pwd
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.llmops.sglang.plugins.module_utils.host_lock import decide, holder_message, new_record
+from ansible_collections.llmops.sglang.plugins.module_utils.privilege import root_refusal
 
 
 def read_record(handle):
@@ -135,10 +155,20 @@ def main():
             wait=dict(type='int', default=0),
             owner=dict(type='dict'),
             break_token=dict(type='str', no_log=False),
+            require_root=dict(type='bool', default=False),
         ),
         supports_check_mode=True,
     )
     params = module.params
+    if params['require_root']:
+        euid = os.geteuid()
+        try:
+            user = pwd.getpwuid(euid).pw_name
+        except KeyError:
+            user = None
+        refusal = root_refusal(euid, user, 'Deploying SGLang (llmops.sglang.server)')
+        if refusal:
+            module.fail_json(msg=refusal, locked=False, euid=euid)
     owner = params['owner'] or {}
     if not owner.get('token'):
         module.fail_json(msg='sglang_host_lock needs its action plugin (owner is not set): call it as llmops.sglang.sglang_host_lock')
