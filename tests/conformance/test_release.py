@@ -3,7 +3,6 @@
 import json
 import re
 
-import sglang_release
 from ansible_collections.llmops.sglang.plugins.module_utils import pins
 
 
