@@ -25,7 +25,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 N ?= 3
 
-.PHONY: help setup test static sanity lint units conformance integration demo fleet-up fleet-down fleet-status build packaging ee changelog-lint bench bench-quick clean
+.PHONY: help setup test static sanity lint units local conformance integration demo fleet-up fleet-down fleet-status build packaging ee changelog-lint bench bench-quick clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 18
@@ -55,8 +55,8 @@ test: setup ## everything CI runs: the static checks and the fleet integration g
 	# run both at once (the static checks niced, so the fleet tests' deadlines are not starved) and fail if either did.
 	$(MAKE) --no-print-directory -j2 static integration
 
-static: setup ## lint, changelog, units, conformance, build, packaging, sanity (in this order)
-	nice -n 10 $(MAKE) --no-print-directory -j1 lint changelog-lint units conformance build packaging sanity
+static: setup ## lint, changelog, units, local, conformance, build, packaging, sanity (in this order)
+	nice -n 10 $(MAKE) --no-print-directory -j1 lint changelog-lint units local conformance build packaging sanity
 
 lint: setup ## ansible-lint, production profile (.config/ansible-lint.yml)
 	PATH=$(VENV)/bin:$$PATH ansible-lint --offline
@@ -64,9 +64,12 @@ lint: setup ## ansible-lint, production profile (.config/ansible-lint.yml)
 changelog-lint: setup ## antsibull-changelog checks the fragments
 	$(VENV)/bin/antsibull-changelog lint
 
-units: setup ## unit tests (the collection's on both ansible-core lines; the stand-in's once: it does not use Ansible)
+units: setup ## unit tests: no fleet, venv, network or ansible run (the plugins' on both ansible-core lines)
 	$(VENV)/bin/python -m pytest -q tests/unit
 	$(VENV_NEW)/bin/python -m pytest -q tests/unit/plugins
+
+local: setup ## tests that spawn venvs and servers on this machine, no fleet: the stand-in's (tests/local)
+	$(VENV)/bin/python -m pytest -q tests/local
 
 conformance: setup ## the collection's SGLang knowledge against the real sglang release (fetched once into .build/)
 	# pytest exits 5 when it collected nothing: for this suite that means it is broken, say so rather than pass.

@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from fleet.client import Fleet, FleetTool  # tests/fleet: run.py puts tests/ on sys.path
+from fleet.client import PINS, Fleet, FleetTool  # tests/fleet: run.py puts tests/ on sys.path
 
 from .common import EVENT_LOG, MODEL_NAME, PORT, REPO
 
@@ -109,10 +109,10 @@ PYX=python$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')-dev
 V={venv}
 [ -x $V/bin/python ] || python3 -m venv $V
 have() {{ $V/bin/python -c 'import sys, importlib.metadata as m; print(m.version(sys.argv[1]))' "$1" 2>/dev/null || true; }}
-if [ "$(have compressed-tensors)" != 0.18.0 ] || [ -z "$(have sglang)" ]; then
+if [ "$(have compressed-tensors)" != {ct} ] || [ -z "$(have sglang)" ]; then
     [ -x $V/bin/pip ] || $V/bin/python -m ensurepip -q
     $V/bin/pip install -q --disable-pip-version-check --no-index --no-deps --find-links {mirror}/wheels/ \\
-        --trusted-host {mirror_host} sglang compressed-tensors==0.18.0
+        --trusted-host {mirror_host} sglang compressed-tensors=={ct}
 fi
 [ -f {model}/config.json ] || $V/bin/python -m sglang_standin.make_model {model} --arch kimi_k2 --quant nvfp4-pack-quantized
 install -d -o sglang -g sglang /var/lib/sglang-bench
@@ -135,7 +135,7 @@ def prepare_hosts(fleet):
     errors = []
 
     def setup(host):
-        script = HOST_SETUP.format(venv=venv, model=model, mirror=host["mirror"],
+        script = HOST_SETUP.format(venv=venv, model=model, mirror=host["mirror"], ct=PINS["compressed-tensors"],
                                    mirror_host=host["mirror"].split("//", 1)[1].split(":", 1)[0], **units)
         try:
             fleet.ssh(host, script)

@@ -51,43 +51,6 @@ def parse_query_gpu(text):
     return gpus
 
 
-_LIST_RE = re.compile(r'^GPU (?P<index>\d+): (?P<name>.+?) \(UUID: (?P<uuid>[^)]+)\)\s*$')
-
-
-def parse_list(text):
-    """`nvidia-smi -L` -> [{index, name, uuid}]."""
-    out = []
-    for line in text.splitlines():
-        m = _LIST_RE.match(line.strip())
-        if m:
-            out.append({'index': int(m.group('index')), 'name': m.group('name'), 'uuid': m.group('uuid')})
-    return out
-
-
-_TABLE_GPU_RE = re.compile(r'^\|\s+(?P<index>\d+)\s+(?P<name>.+?)\s+(?:On|Off)\s+\|')
-_TABLE_MEM_RE = re.compile(r'\|\s+(?P<used>\d+)MiB\s*/\s*(?P<total>\d+)MiB\s+\|')
-
-
-def parse_table(text):
-    """The default `nvidia-smi` table -> [{index, name, memory_used_mib, memory_total_mib}] (fallback view)."""
-    gpus = []
-    current = None
-    for line in text.splitlines():
-        m = _TABLE_GPU_RE.match(line)
-        if m:
-            current = {'index': int(m.group('index')), 'name': m.group('name').strip(),
-                       'memory_used_mib': None, 'memory_total_mib': None}
-            gpus.append(current)
-            continue
-        m = _TABLE_MEM_RE.search(line)
-        if m and current is not None and current['memory_total_mib'] is None:
-            current['memory_used_mib'] = int(m.group('used'))
-            current['memory_total_mib'] = int(m.group('total'))
-        if line.startswith('| Processes'):
-            break
-    return gpus
-
-
 # The GPU health gate's query (every field is in the driver's `--help-query-gpu`; see
 # tests/unit/plugins/module_utils/fixtures/nvidia-smi/h200-full/query-gpu.csv for a real H200 row).
 HEALTH_FIELDS = ('index', 'name', 'uuid', 'pci.bus_id', 'driver_version', 'persistence_mode', 'memory.used',

@@ -20,8 +20,8 @@ import re
 from collections import namedtuple
 
 # The SGLang release this table was checked against (tests/conformance fetches exactly this wheel and holds every
-# row below against its source). The one place for the SGLang pin.
-RELEASE = '0.5.23'
+# row below against its source); the one place for it and the packages pinned with it is module_utils/pins.py.
+from ansible_collections.llmops.sglang.plugins.module_utils.pins import PINS, RELEASE  # noqa: F401 (RELEASE: API)
 
 # Where a row's text comes from. origin: for SGLang's own text a path relative to sglang/srt/ of the RELEASE wheel and
 # line the 1-based line there that holds text, verbatim (an f-string or %-format fragment as written in the source);
@@ -135,7 +135,8 @@ FATAL_SIGNATURES = (
     Signature('compressed_tensors_too_old',
               re.compile(r"AttributeError:.*nvfp4_pack_quantized|'nvfp4-pack-quantized' is not a valid CompressionFormat"),
               'compressed-tensors is too old for this checkpoint (nvfp4-pack-quantized needs >= 0.10.0): install the '
-              'version SGLang pins (0.5.23 pins compressed-tensors==0.18.0) in the server\'s venv.',
+              'version SGLang pins (%s pins compressed-tensors==%s) in the server\'s venv.'
+              % (RELEASE, PINS['compressed-tensors']),
               False,
               (Source('layers/quantization/compressed_tensors/utils.py', 18,
                       'CompressionFormat.nvfp4_pack_quantized.value,'),

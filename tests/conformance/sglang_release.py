@@ -1,6 +1,6 @@
 """The real SGLang release the collection is checked against, without a GPU, torch or an install.
 
-The version is `RELEASE` in plugins/module_utils/sglang_signatures.py (the one table of release-specific knowledge).
+The version is `RELEASE` in plugins/module_utils/pins.py (the one place for the release and its pins).
 `ensure_release()` fetches that wheel once with `pip download --no-deps` into .build/sglang-release/ and unpacks it
 there (both cached: later runs, and runs without a network, use the copy). `server_args()` imports the release's own
 `sglang.srt.server_args` from the unpacked tree with inert stand-ins for the heavy packages it imports at module
@@ -41,7 +41,7 @@ from collections import namedtuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CACHE = os.path.join(ROOT, '.build', 'sglang-release')
-SIGNATURES = os.path.join(ROOT, 'plugins', 'module_utils', 'sglang_signatures.py')
+PINS_FILE = os.path.join(ROOT, 'plugins', 'module_utils', 'pins.py')
 
 # Imported at module level by sglang.srt.server_args and what it imports, and not worth installing: each becomes an
 # inert module (found by importing server_args with nothing stubbed and adding each ModuleNotFoundError's package).
@@ -56,11 +56,11 @@ PLACEHOLDER = '\x00'  # an f-string placeholder in messages() templates
 
 
 def release():
-    """The pinned SGLang version: RELEASE = '...' in sglang_signatures.py (read as text: no import needed)."""
-    with open(SIGNATURES) as handle:
+    """The pinned SGLang version: RELEASE = '...' in pins.py (read as text: no import needed)."""
+    with open(PINS_FILE) as handle:
         match = re.search(r"^RELEASE = '([^']+)'", handle.read(), re.M)
     if not match:
-        raise RuntimeError('%s has no RELEASE = \'X.Y.Z\' line' % SIGNATURES)
+        raise RuntimeError('%s has no RELEASE = \'X.Y.Z\' line' % PINS_FILE)
     return match.group(1)
 
 

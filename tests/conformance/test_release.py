@@ -1,14 +1,9 @@
 """The loader itself: it really is the pinned release, its parser is the one `sglang serve` builds, pins agree."""
 
 import json
-import os
 import re
 
-import yaml
-
-import sglang_release
-
-ROOT = sglang_release.ROOT
+from ansible_collections.llmops.sglang.plugins.module_utils import pins
 
 
 def test_the_unpacked_wheel_is_the_pinned_release(release):
@@ -47,8 +42,10 @@ def test_flag_table_describes_every_action_as_json(release):
     assert next(row for row in table if '--disable-cuda-graph' in row['option_strings'])['deprecated']
 
 
-def test_role_compressed_tensors_default_is_the_release_pin(release):
-    # The role's default (roles/server/defaults/main.yml) is the one place for that pin; it must be the wheel's.
-    with open(os.path.join(ROOT, 'roles', 'server', 'defaults', 'main.yml')) as handle:
-        default = yaml.safe_load(handle)['sglang_compressed_tensors_version']
-    assert 'compressed-tensors==%s' % default in release.requires()
+def test_the_pins_are_the_release_pins(release):
+    # plugins/module_utils/pins.py is the one place for the pins (the role, the fleet, the bench and the tests read
+    # it; tests/unit/plugins/module_utils/test_pins.py checks they do); every pin but sglang's must be the wheel's.
+    assert pins.PINS['sglang'] == pins.RELEASE == release.release()
+    for package, version in pins.PINS.items():
+        if package != 'sglang':
+            assert '%s==%s' % (package, version) in release.requires(), package

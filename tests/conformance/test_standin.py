@@ -207,7 +207,7 @@ SCENARIOS = _scenarios()
 
 def _headerless_python(root):
     """A copy of this interpreter without Python.h, made by the stand-in tests' own helper."""
-    helpers = os.path.join(ROOT, 'tests', 'unit', 'standin')
+    helpers = os.path.join(ROOT, 'tests', 'local', 'standin')
     sys.path.insert(0, helpers)
     try:
         import standin_helpers  # pylint: disable=import-outside-toplevel

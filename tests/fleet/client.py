@@ -10,6 +10,7 @@ subclass turns them into pytest failures.
 
 from __future__ import absolute_import, division, print_function
 
+import importlib.util
 import json
 import shlex
 import subprocess
@@ -19,6 +20,22 @@ from pathlib import Path
 __metaclass__ = type  # pylint: disable=invalid-name
 
 FLEET_TOOL = Path(__file__).resolve().parent / "fleet.py"
+PINS_FILE = Path(__file__).resolve().parents[2] / "plugins" / "module_utils" / "pins.py"
+
+
+def _load_pins():
+    """The collection's release pins (plugins/module_utils/pins.py: pure data), loaded by path: the fleet runs before
+    any venv or collection path exists."""
+    spec = importlib.util.spec_from_file_location("llmops_sglang_pins", str(PINS_FILE))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_PINS = _load_pins()
+# The SGLang release and package -> version pinned with it, e.g. PINS["compressed-tensors"].
+RELEASE = _PINS.RELEASE
+PINS = dict(_PINS.PINS)
 
 SSH_OPTIONS = [
     "-o", "BatchMode=yes",

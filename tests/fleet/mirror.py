@@ -12,6 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .client import PINS
 from .common import FleetError, STANDIN_SOURCE, log, run
 from .image import cached_build
 from .procs import remove_tree, unmount_all
@@ -30,13 +31,14 @@ MIRROR_APT_RECIPE = {
 }
 
 # Each inner list is one `pip download` (pip refuses two versions of one project in a single call).
-# 0.8.1 is the too-old compressed-tensors of the seed launch story; 0.18.0 is what sglang 0.5.23 pins.
+# 0.8.1 is the too-old compressed-tensors of the seed launch story; the other is the collection's pin (what sglang
+# 0.5.23 pins, plugins/module_utils/pins.py).
 MIRROR_WHEEL_RECIPE = {
     "revision": 1,
     "python_version": "3.11",
     "downloads": [
         ["compressed-tensors==0.8.1"],
-        ["compressed-tensors==0.18.0"],
+        ["compressed-tensors==" + PINS["compressed-tensors"]],
         ["requests", "jmespath", "charset-normalizer", "urllib3", "idna", "certifi"],
     ],
 }

@@ -8,7 +8,7 @@ fleet          session: the shared fleet (size LLMOPS_FLEET_SIZE, default 3). Bo
                left up (a smaller or broken one is rebuilt first; a healthy one gets its mirror refreshed).
                LLMOPS_FLEET_STATE_DIR picks another state dir (a private fleet of a given checkout or CI job), and
                LLMOPS_FLEET_PREFIX its host names (default gpu; give each concurrent fleet its own).
-standin_venv   function: standin_venv(host, compressed_tensors="0.18.0") makes /opt/sglang/venv on the host with
+standin_venv   function: standin_venv(host, compressed_tensors=the pin) makes /opt/sglang/venv on the host with
                the SGLang stand-in and that compressed-tensors from the host's mirror (pip --no-index --no-deps);
                returns the venv path.
 private_fleet  function: private_fleet(count=1, standin=False) boots a fleet of its own (own state dir, prefix
@@ -43,7 +43,7 @@ from fleet import client as fleet_client  # noqa: E402  pylint: disable=wrong-im
 FleetHost = fleet_client.FleetHost
 COLLECTIONS_PATH = REPO_ROOT / ".build" / "collections"
 STANDIN_VENV = "/opt/sglang/venv"
-DEFAULT_COMPRESSED_TENSORS = "0.18.0"  # what sglang 0.5.23 pins
+DEFAULT_COMPRESSED_TENSORS = fleet_client.PINS["compressed-tensors"]  # what sglang 0.5.23 pins (0.18.0)
 
 
 def fleet_unavailable_reason():
@@ -201,7 +201,7 @@ def _standin_installed():
 
 @pytest.fixture
 def standin_venv(fleet, _standin_installed):  # pylint: disable=redefined-outer-name
-    """standin_venv(host, compressed_tensors="0.18.0", on=None) -> venv path with the stand-in and that compressed-tensors.
+    """standin_venv(host, compressed_tensors=the pin, on=None) -> venv path with the stand-in and that compressed-tensors.
 
     on: the Fleet the host belongs to (default the shared fleet; pass a private_fleet's Fleet for its hosts).
     Idempotent: once per host per session the stand-in is reinstalled from the current wheel; after that only what

@@ -35,13 +35,6 @@ def test_busy_h200_query_csv_noheader_nounits():
     ]
 
 
-def test_busy_h200_table_view():
-    text = sections('nvidia-smi-h200-busy.txt')[0]
-    gpus = nvidia_smi.parse_table(text)
-    assert [(g['index'], g['name'], g['memory_used_mib'], g['memory_total_mib']) for g in gpus] == [
-        (0, 'NVIDIA H200', 19601, 143771), (1, 'NVIDIA H200', 4, 143771)]
-
-
 def test_idle_h200_with_header_and_units():
     parts = sections('nvidia-smi-h200.txt')
     text = [p for p in parts if p.startswith('index, name')][0]
@@ -51,16 +44,12 @@ def test_idle_h200_with_header_and_units():
     ]
 
 
-def test_idle_h200_other_sections():
+def test_idle_h200_other_sections_are_not_memory_rows():
     parts = sections('nvidia-smi-h200.txt')
-    assert nvidia_smi.parse_list(parts[0]) == [
-        {'index': 0, 'name': 'NVIDIA H200', 'uuid': 'GPU-1111e3ea-7170-55ed-f51d-52ed2b7a6dc1'},
-        {'index': 1, 'name': 'NVIDIA H200', 'uuid': 'GPU-65bc5534-280c-7c12-2c86-7a3eb3a26c64'},
-    ]
-    # an 8-column query is not the 4-column memory query
+    # neither `nvidia-smi -L`, an 8-column query nor the table view is the 4-column memory query
+    assert nvidia_smi.parse_query_gpu(parts[0]) == []
     assert nvidia_smi.parse_query_gpu(parts[1]) == []
-    table = [p for p in parts if 'NVIDIA-SMI' in p][0]
-    assert [g['memory_used_mib'] for g in nvidia_smi.parse_table(table)] == [0, 0]
+    assert nvidia_smi.parse_query_gpu([p for p in parts if 'NVIDIA-SMI' in p][0]) == []
 
 
 def test_whole_files_parse_without_error():

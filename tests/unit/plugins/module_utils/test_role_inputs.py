@@ -8,6 +8,7 @@ __metaclass__ = type
 import pytest
 import yaml
 
+from ansible_collections.llmops.sglang.plugins.filter.pins import sglang_pin
 from ansible_collections.llmops.sglang.plugins.module_utils.role_inputs import instance_problems, server_problems
 from ansible_collections.llmops.sglang.plugins.module_utils.server_args import ServerArgsError, build_argv
 
@@ -23,6 +24,7 @@ def good(**overrides):
     values.update({
         'sglang_launcher': ['/opt/sglang/venv/bin/python', '-m', 'sglang.launch_server'],
         'sglang_state_dir': '/var/lib/sglang/sglang',
+        'sglang_compressed_tensors_version': sglang_pin('compressed-tensors'),
         'sglang_model_path': '/models/k26',
     })
     values.update(overrides)
