@@ -20,7 +20,8 @@ ROLLOUT_PLAY = 'PLAY [Roll out the restarts of Kimi K2.6]'
 
 
 def deploy(fleet, inventory, *args, **extra_vars):
-    extra = {'sglang_env': TEST_ENV}
+    """deploy_k26.yml on the three hosts (a larger session fleet has more: they are not part of these tests)."""
+    extra = {'sglang_env': TEST_ENV, 'k26_hosts': ','.join(h.name for h in fleet.hosts[:3])}
     extra.update(extra_vars)
     return fleet.playbook('playbooks/deploy_k26.yml', extra, extra_args=['-i', 'inventories/local', '-i', inventory] + list(args))
 
@@ -30,10 +31,11 @@ def invocation(fleet, host):
 
 
 def plan_rows(output):
-    """host -> (action, restart) from the plan table (the debug task prints it as a list of lines)."""
+    """host -> (action, restart) from the plan table (the lines of the task that prints it)."""
+    table = output.split('TASK [The plan (nothing restarts before it is shown)]', 1)[1].split('TASK [', 1)[0]
     rows = {}
-    for line in output.splitlines():
-        match = re.match(r'^\s*"(\S+)\s+%s\s+(\S+)\s+.*\s(yes|no)\s+.*",?$' % re.escape(UNIT), line)
+    for line in table.splitlines():
+        match = re.match(r'^\s*(\S+)\s+%s\s+(\S+)\s+.*\s(yes|no)\s+' % re.escape(UNIT), line)
         if match:
             rows[match.group(1)] = (match.group(2), match.group(3))
     return rows
@@ -65,7 +67,8 @@ def plan_fleet(fleet, tmp_path_factory):
         'all:\n  children:\n    local_fleet:\n      children:\n        plan_tp16:\n          hosts:\n'
         '            %s: {}\n            %s: {}\n          vars:\n            sglang_multinode_group: plan_tp16\n'
         '            sglang_tp_size: 16\n            sglang_host: 0.0.0.0\n' % (rank0.name, rank1.name))
-    result = fleet.playbook('tests/fleet/demo_prepare.yml', {'sglang_env': TEST_ENV}, extra_args=['-i', 'inventories/local'])
+    result = fleet.playbook('tests/fleet/demo_prepare.yml', {'sglang_env': TEST_ENV, 'k26_hosts': ','.join(h.name for h in fleet.hosts[:3])},
+                            extra_args=['-i', 'inventories/local'])
     assert result.rc == 0, result
     result = deploy(fleet, str(inventory))
     assert result.rc == 0, result
