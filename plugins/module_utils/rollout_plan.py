@@ -239,4 +239,3 @@ def rollout_order(hosts, units, serial):
             position += 1
         batches.append(size)
     return {'hosts': ordered, 'batches': batches}
-

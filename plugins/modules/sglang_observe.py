@@ -163,7 +163,7 @@ def services(module, units):
         return {}
     systemctl = module.get_bin_path('systemctl', required=True)
     _rc, out, _err = module.run_command([systemctl, 'show', '-p', ','.join(SERVICE_PROPERTIES)] + list(units))
-    blocks = [block for block in out.strip().split('\n\n')] if out.strip() else []
+    blocks = out.strip().split('\n\n') if out.strip() else []
     boot_time = boot_time_of(read_text('/proc/stat') or '')
     result = {}
     for index, unit in enumerate(units):
