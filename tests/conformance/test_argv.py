@@ -18,7 +18,9 @@ ROOT = sglang_release.ROOT
 # (inventory sources, extra vars) -> the (host, instance) pairs deploy_k26.yml deploys there; each must render.
 CASES = {
     'ct200': ((['inventories/ct200'], {}), {('ct200-01', 'sglang-k26'), ('ct200-02', 'sglang-k26')}),
-    'b300': ((['inventories/b300'], {}), {('b300-01', 'sglang-k26-ddtree'), ('b300-02', 'sglang-k26-ddtree')}),
+    # k26_servers holds the TP16 group too (one unit of the rollout, module_utils/rollout_plan.py)
+    'b300': ((['inventories/b300'], {}), {('b300-01', 'sglang-k26-ddtree'), ('b300-02', 'sglang-k26-ddtree'),
+                                          ('b300-03', 'sglang-k26'), ('b300-04', 'sglang-k26')}),
     'b300-tp16': ((['inventories/b300'], {'k26_hosts': 'k26_tp16'}),
                   {('b300-03', 'sglang-k26'), ('b300-04', 'sglang-k26')}),
     'local': (None, {('gpu-01', 'sglang-k26'), ('gpu-02', 'sglang-k26')}),
