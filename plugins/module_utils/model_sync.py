@@ -160,3 +160,17 @@ def marker_matches(text, manifest):
     except (TypeError, ValueError):
         return False
     return isinstance(data, dict) and data.get('manifest') == manifest_digest(manifest)
+
+
+def peer_list(hosts, facts, dest):
+    """[{name, address, have}] in ``hosts`` order for the hosts whose facts say anything about ``dest``.
+
+    ``facts``: {host: {'sglang_models': {dest: bool} or None, 'address': str}}.
+    """
+    out = []
+    for host in hosts:
+        known = (facts.get(host) or {}).get('sglang_models')
+        if not isinstance(known, dict) or dest not in known:
+            continue
+        out.append({'name': host, 'address': facts[host].get('address') or host, 'have': bool(known[dest])})
+    return out

@@ -86,3 +86,12 @@ def test_progress_rate_and_eta_and_line():
     line = model_sync.progress_line('sy-02', dict(status, source='sy-01', state='transferring'))
     assert line == 'sy-02  model sync  from sy-01  50.0 MiB/150.0 MiB  25.0 MiB/s  ETA 4s'
     assert 'waiting for mirror' in model_sync.progress_line('sy-01', {'state': 'waiting', 'wave': 0})
+
+
+def test_peer_list_leaves_out_hosts_that_have_not_looked_yet():
+    facts = {'a': {'sglang_models': {'/m/v1': True}, 'address': '10.0.0.1'},
+             'b': {'sglang_models': {'/m/v1': False}, 'address': None},
+             'c': {'sglang_models': None, 'address': '10.0.0.3'},
+             'd': {'sglang_models': {'/m/v0': True}, 'address': '10.0.0.4'}}
+    assert model_sync.peer_list(['b', 'a', 'c', 'd', 'e'], facts, '/m/v1') == [
+        {'name': 'b', 'address': 'b', 'have': False}, {'name': 'a', 'address': '10.0.0.1', 'have': True}]
