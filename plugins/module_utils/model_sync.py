@@ -174,3 +174,38 @@ def peer_list(hosts, facts, dest):
             continue
         out.append({'name': host, 'address': facts[host].get('address') or host, 'have': bool(known[dest])})
     return out
+
+
+class SyncPrinter(object):
+    """When a host's sync progress line is due: at a new state or source, else every REFRESH_EVERY seconds (the
+    waiter's cadence, module_utils/progress_view.py). ``feed(status, now)`` -> lines to print (maybe none)."""
+
+    def __init__(self, host, every=None):
+        from ansible_collections.llmops.sglang.plugins.module_utils.progress_view import REFRESH_EVERY
+        self.host = host
+        self.every = REFRESH_EVERY if every is None else every
+        self.key = None
+        self.at = None
+
+    def feed(self, status, now):
+        if not isinstance(status, dict) or status.get('state') in (None, 'done', 'failed'):
+            return []
+        key = (status.get('state'), status.get('source'))
+        if key != self.key or self.at is None or now - self.at >= self.every:
+            self.key, self.at = key, now
+            return [progress_line(self.host, status)]
+        return []
+
+
+def final_line(host, result):
+    """The line printed the moment the module returns."""
+    if result.get('failed'):
+        return '%s  model sync  FAILED: %s' % (host, result.get('msg', ''))
+    if result.get('state') == 'present':
+        return '%s  model sync  %s already here' % (host, result.get('dest'))
+    moved = sum((result.get('transferred_bytes') or {}).values())
+    seconds = result.get('seconds') or 0.0
+    rate = '  %s/s' % human_bytes(int(moved / seconds)) if seconds > 0 else ''
+    return '%s  model sync  %s: %s from %s in %.1fs%s, verified in %.1fs' % (
+        host, 'would fetch' if result.get('state') == 'would sync' else 'done', human_bytes(moved),
+        result.get('source'), seconds, rate, result.get('verify_seconds') or 0.0)

@@ -452,6 +452,10 @@ def main():
                 count = fetch_http(params, item['file'], path, item['offset'], progress)
             else:
                 count = fetch_peer(params, row['source_address'], item['file'], path, item['offset'], progress)
+            got = os.path.getsize(path)
+            if got != item['size']:
+                # a connection closed early ends the body without an error (http.client's read(amt), ssh's pipe)
+                raise TransferError('the connection ended after %d bytes' % count)
         except (TransferError, IOError, OSError) as exc:
             got = os.path.getsize(path) if os.path.exists(path) else 0
             failed('Transfer of %s from %s interrupted at %d of %d bytes: %s. The staging directory %s keeps it; '
@@ -466,8 +470,9 @@ def main():
     result['verify_seconds'] = round(time.time() - before, 3)
     if findings:
         for finding in findings:
-            if finding['check'] in ('shard_invalid', 'manifest_size', 'manifest_hash'):
-                os.unlink(os.path.join(staging, finding['file']))
+            bad = os.path.join(staging, finding['file'])
+            if finding['check'] in ('shard_invalid', 'manifest_size', 'manifest_hash') and os.path.exists(bad):
+                os.unlink(bad)
         failed('Version %s from %s failed verification (those files were removed; run again to fetch them): %s'
                % (params['version'], source, ' '.join(f['message'] for f in findings)))
     with open(os.path.join(staging, model_sync.MARKER), 'w') as handle:

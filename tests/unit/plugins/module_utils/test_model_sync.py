@@ -95,3 +95,22 @@ def test_peer_list_leaves_out_hosts_that_have_not_looked_yet():
              'd': {'sglang_models': {'/m/v0': True}, 'address': '10.0.0.4'}}
     assert model_sync.peer_list(['b', 'a', 'c', 'd', 'e'], facts, '/m/v1') == [
         {'name': 'b', 'address': 'b', 'have': False}, {'name': 'a', 'address': '10.0.0.1', 'have': True}]
+
+
+def test_sync_printer_prints_on_a_new_state_or_source_and_refreshes():
+    printer = model_sync.SyncPrinter('sy-02', every=10)
+    wait = {'state': 'waiting', 'source': 'sy-01', 'wave': 1}
+    assert printer.feed(wait, 0.0) == ['sy-02  model sync  waiting for sy-01 to finish (wave 1)']
+    assert printer.feed(wait, 5.0) == []
+    assert len(printer.feed(wait, 10.0)) == 1
+    moving = {'state': 'transferring', 'source': 'sy-01', 'done': 1 << 20, 'total': 4 << 20, 'rate': 1 << 20, 'eta': 3}
+    assert printer.feed(moving, 11.0) == ['sy-02  model sync  from sy-01  1.0 MiB/4.0 MiB  1.0 MiB/s  ETA 3s']
+    assert printer.feed(None, 12.0) == [] and printer.feed({'state': 'done'}, 13.0) == []
+
+
+def test_final_line_says_what_moved_from_where():
+    line = model_sync.final_line('sy-03', {'state': 'synced', 'source': 'sy-01', 'transferred_bytes': {'sy-01': 4 << 20},
+                                           'seconds': 2.0, 'verify_seconds': 0.5})
+    assert line == 'sy-03  model sync  done: 4.0 MiB from sy-01 in 2.0s  2.0 MiB/s, verified in 0.5s'
+    assert 'FAILED: boom' in model_sync.final_line('sy-03', {'failed': True, 'msg': 'boom'})
+    assert 'already here' in model_sync.final_line('sy-03', {'state': 'present', 'dest': '/m/v1'})
