@@ -202,7 +202,7 @@ def final_line(host, result):
     if result.get('failed'):
         return '%s  model sync  FAILED: %s' % (host, result.get('msg', ''))
     if result.get('state') == 'present':
-        return '%s  model sync  %s already here' % (host, result.get('dest'))
+        return '%s  model sync  %s already here' % (host, result.get('version_dir'))
     moved = sum((result.get('transferred_bytes') or {}).values())
     seconds = result.get('seconds') or 0.0
     rate = '  %s/s' % human_bytes(int(moved / seconds)) if seconds > 0 else ''

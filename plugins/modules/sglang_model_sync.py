@@ -129,8 +129,8 @@ state:
   description: C(present) (had it already), C(synced), or C(would sync) (check mode).
   returned: always
   type: str
-dest:
-  description: The version directory.
+version_dir:
+  description: The version directory (O(dest)).
   returned: always
   type: str
 source:
@@ -374,7 +374,7 @@ def main():
     dest = params['dest'].rstrip('/')
     params['dest'] = dest
     marker = os.path.join(dest, model_sync.MARKER)
-    result = dict(changed=False, dest=dest, state='present', source=None, wave=None, fallback='', files=[],
+    result = dict(changed=False, version_dir=dest, state='present', source=None, wave=None, fallback='', files=[],
                   transferred_bytes={}, seconds=0.0, verify_seconds=0.0)
     if os.path.exists(marker):
         with open(marker) as handle:
@@ -395,9 +395,9 @@ def main():
     result.update(changed=True, state='would sync' if module.check_mode else 'synced', source=source,
                   wave=row['wave'], files=[dict(item, bytes=0) for item in plan])
     if module._diff:
-        result['diff'] = {'before': {'dest': dest, 'present': False,
+        result['diff'] = {'before': {'version_dir': dest, 'present': False,
                                      'partial': dict((i['file'], i['offset']) for i in plan if i['offset'])},
-                          'after': {'dest': dest, 'present': True, 'files': len(manifest),
+                          'after': {'version_dir': dest, 'present': True, 'files': len(manifest),
                                     'bytes': sum(i['size'] for i in plan)}}
     if module.check_mode:
         result['transferred_bytes'] = {source: model_sync.remaining_bytes(plan)}

@@ -113,4 +113,4 @@ def test_final_line_says_what_moved_from_where():
                                            'seconds': 2.0, 'verify_seconds': 0.5})
     assert line == 'sy-03  model sync  done: 4.0 MiB from sy-01 in 2.0s  2.0 MiB/s, verified in 0.5s'
     assert 'FAILED: boom' in model_sync.final_line('sy-03', {'failed': True, 'msg': 'boom'})
-    assert 'already here' in model_sync.final_line('sy-03', {'state': 'present', 'dest': '/m/v1'})
+    assert 'already here' in model_sync.final_line('sy-03', {'state': 'present', 'version_dir': '/m/v1'})
