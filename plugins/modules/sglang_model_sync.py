@@ -18,10 +18,10 @@ description:
     the manifest's sizes and sha256), and the staging directory is then renamed to O(dest) in one step, with a
     marker file (C(.llmops-model.json)) inside. A host whose O(dest) holds a marker for this manifest has the
     version; nothing is transferred.
-  - B(Sources.) From the mirror O(mirror) (an HTTP directory: C(MIRROR/FILE) for each manifest file) or from a host
-    of O(peers) that has the version already, over SSH (C(ssh PEER tail -c +OFFSET FILE): only ssh is needed on
+  - B(Sources.) From the mirror O(mirror) (an HTTP directory, C(MIRROR/FILE) for each manifest file) or from a host
+    of O(peers) that has the version already, over SSH (C(ssh PEER tail -c +OFFSET FILE); only ssh is needed on
     either side, and C(tail) seeks past the bytes already here, so a resumed file is not read again on the peer).
-    Which source, and when, is decided by module_utils/model_sync.py from O(peers): hosts sync in waves, every host
+    Which source, and when, is decided by module_utils/model_sync.py from O(peers); hosts sync in waves, every host
     that has the version serves one that does not, and the mirror serves only in a wave where no host has it. A
     host waits (up to O(peer_wait) seconds) for its source to finish first; if the source fails or the wait runs
     out, it falls back to the mirror.
