@@ -35,7 +35,12 @@ import pytest
 __metaclass__ = type  # pylint: disable=invalid-name
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-FLEET_TOOL = REPO_ROOT / "tests" / "fleet" / "fleet.py"
+# The fleet package (tests/fleet) holds the one fleet client, shared with the bench.
+if str(REPO_ROOT / "tests") not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT / "tests"))
+from fleet import client as fleet_client  # noqa: E402  pylint: disable=wrong-import-position
+
+FleetHost = fleet_client.FleetHost
 COLLECTIONS_PATH = REPO_ROOT / ".build" / "collections"
 STANDIN_VENV = "/opt/sglang/venv"
 DEFAULT_COMPRESSED_TENSORS = "0.18.0"  # what sglang 0.5.23 pins
@@ -93,110 +98,15 @@ class AnsibleResult(str):
         return self
 
 
-class FleetHost:
-    """One host: name, address, and the mirror the outer machine serves to it."""
+class FleetTool(fleet_client.FleetTool):
+    """The shared fleet client's FleetTool; its failures fail the test."""
 
-    def __init__(self, record):
-        self.name = record["name"]
-        self.address = record["address"]
-        self.outer_address = record["outer_address"]
-        self.mirror_url = record["mirror_url"]
-        self.console_log = record["console_log"]
-
-    @property
-    def wheels_url(self):
-        return self.mirror_url + "/wheels/"
-
-    @property
-    def pip_source_args(self):
-        """The options a pip on this host needs to install from the mirror (plain http needs --trusted-host)."""
-        return ["--no-index", "--find-links", self.wheels_url, "--trusted-host", self.outer_address]
-
-    def __repr__(self):
-        return "FleetHost(%s, %s)" % (self.name, self.address)
+    def fail(self, message):
+        pytest.fail(message, pytrace=False)
 
 
-class FleetTool:
-    """tests/fleet/fleet.py for one state dir (None: the tool's default, the shared fleet)."""
-
-    def __init__(self, state_dir=None, prefix=None, first_index=None):
-        self.options = []
-        if state_dir:
-            self.options += ["--state-dir", str(state_dir)]
-        if prefix:
-            self.options += ["--prefix", prefix]
-        if first_index:
-            self.options += ["--first-index", str(first_index)]
-
-    def call(self, command, *args):
-        return subprocess.run([sys.executable, str(FLEET_TOOL), command] + self.options + list(args),
-                              capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL)
-
-    def checked(self, command, *args):
-        result = self.call(command, *args)
-        if result.returncode != 0:
-            pytest.fail("fleet.py %s failed (rc=%d):\n%s" % (command, result.returncode, result.stderr[-6000:]),
-                        pytrace=False)
-        return result
-
-    def status(self):
-        """The tool's JSON status: status "down" and no hosts when there is no fleet."""
-        result = self.call("status", "--json")
-        try:
-            return json.loads(result.stdout)
-        except ValueError:
-            pytest.fail("fleet.py status --json gave no JSON (rc=%d):\n%s" % (result.returncode, result.stderr),
-                        pytrace=False)
-        return None  # not reached: pytest.fail raises
-
-    def up(self, count, *args):
-        return self.checked("up", "--count", str(count), *args)
-
-    def down(self):
-        return self.checked("down")
-
-    def refresh_standin(self):
-        return self.checked("mirror", "--refresh-standin")
-
-    def refresh_mirror(self):
-        return self.checked("mirror")
-
-
-class Fleet:
-    """A booted fleet and the helpers tests drive it with."""
-
-    def __init__(self, tool, status):
-        self.tool = tool
-        self.status = status
-        self.hosts = [FleetHost(record) for record in status["hosts"]]
-        self.inventory = status["inventory"]
-        self.key = status["key"]
-        self.state_dir = status["state_dir"]
-
-    def host(self, host):
-        """A FleetHost from a FleetHost or a name."""
-        if isinstance(host, FleetHost):
-            return host
-        for candidate in self.hosts:
-            if candidate.name == host:
-                return candidate
-        raise KeyError("no host %r in the fleet (%s)" % (host, ", ".join(h.name for h in self.hosts)))
-
-    def ssh_command(self, host, command):
-        if not isinstance(command, str):
-            command = shlex.join(command)
-        return ["ssh", "-i", self.key, "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "StrictHostKeyChecking=no",
-                "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", "root@" + self.host(host).address, command]
-
-    def run(self, host, command, check=False, timeout=600, input=None):  # pylint: disable=redefined-builtin
-        """Run a shell command (str) or argv (list) on a host over ssh; returns the CompletedProcess."""
-        result = subprocess.run(self.ssh_command(host, command), capture_output=True, text=True, timeout=timeout,
-                                input=input, stdin=None if input is not None else subprocess.DEVNULL, check=False)
-        if check and result.returncode != 0:
-            pytest.fail("on %s: %r failed (rc=%d)\nstdout:\n%s\nstderr:\n%s" % (
-                self.host(host).name, command, result.returncode, result.stdout[-3000:], result.stderr[-3000:]),
-                pytrace=False)
-        return result
+class Fleet(fleet_client.Fleet):
+    """A booted fleet and the helpers tests drive it with (ssh from the shared client, ansible runs here)."""
 
     def ansible_env(self):
         env = dict(os.environ)

@@ -32,6 +32,13 @@ def test_hosts_are_distinct_machines(fleet):
     assert len(set(machine_ids.values())) == len(fleet.hosts), machine_ids
 
 
+def test_hosts_have_sudo_and_rsync(fleet):
+    """The base image has sudo (tests become an unprivileged user) and rsync (copies between hosts)."""
+    for host in fleet.hosts:
+        result = fleet.run(host, "command -v sudo rsync", check=True)
+        assert result.stdout.split() == ["/usr/bin/sudo", "/usr/bin/rsync"], (host.name, result.stdout)
+
+
 def test_ansible_reaches_every_host(fleet):
     result = fleet.ansible("local_fleet", "ansible.builtin.ping")
     assert result.rc == 0, result
