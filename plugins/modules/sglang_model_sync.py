@@ -169,7 +169,7 @@ import hashlib
 import json
 import os
 import shlex
-import subprocess
+import threading
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -275,18 +275,34 @@ def fetch_http(params, name, path, offset, progress):
     return count
 
 
-def fetch_peer(params, address, name, path, offset, progress):
+def fetch_peer(module, params, address, name, path, offset, progress):
+    """ssh's stdout goes straight into the file (a shell redirect: never through this process's memory); a thread
+    reports the file's growth as progress while run_command waits."""
     remote = os.path.join(params['dest'], name)
     argv = ssh_argv(params, address, 'exec tail -c +%d -- %s' % (offset + 1, shlex.quote(remote)))
-    with open(path, 'ab' if offset else 'wb') as handle:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            count = copy_stream(proc.stdout.read, handle, progress)
-        finally:
-            err = proc.stderr.read().decode('utf-8', 'replace')
-            proc.wait()
-    if proc.returncode != 0:
-        raise TransferError('ssh %s tail %s: rc=%d %s' % (address, remote, proc.returncode, err.strip()[:300]))
+    if not offset:
+        open(path, 'wb').close()
+    start = os.path.getsize(path)
+    stop = threading.Event()
+
+    def watch():
+        seen = start
+        while not stop.wait(1.0):
+            now = os.path.getsize(path)
+            progress.add(now - seen)
+            seen = now
+
+    watcher = threading.Thread(target=watch)
+    watcher.daemon = True
+    watcher.start()
+    try:
+        rc, _out, err = module.run_command(['sh', '-c', 'f=$1; shift; exec "$@" >> "$f"', 'sh', path] + argv)
+    finally:
+        stop.set()
+        watcher.join()
+    count = os.path.getsize(path) - start
+    if rc != 0:
+        raise TransferError('ssh %s tail %s: rc=%d %s' % (address, remote, rc, (err or '').strip()[:300]))
     return count
 
 
@@ -451,7 +467,7 @@ def main():
             if source == 'mirror':
                 count = fetch_http(params, item['file'], path, item['offset'], progress)
             else:
-                count = fetch_peer(params, row['source_address'], item['file'], path, item['offset'], progress)
+                count = fetch_peer(module, params, row['source_address'], item['file'], path, item['offset'], progress)
             got = os.path.getsize(path)
             if got != item['size']:
                 # a connection closed early ends the body without an error (http.client's read(amt), ssh's pipe)
