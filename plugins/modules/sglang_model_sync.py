@@ -105,6 +105,7 @@ attributes:
   platform:
     support: full
     platforms: posix
+    description: Linux hosts (C(ssh) and C(sh) for peer transfers).
 notes:
   - The server is not touched; pointing the unit at O(dest) is the caller's (the M(llmops.sglang.server) role puts
     O(dest) into the unit's C(--model-path), so its last-known-good copy records which version served).
