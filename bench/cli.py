@@ -36,6 +36,7 @@ from .cpu import run_cpu
 from .fleet_cost import run_fleet_cost
 from .hosts import BenchFleet, prepare_hosts
 from .lag import run_lag
+from .model_sync import run_model_sync
 from .page import evaluate, render
 from .summary import LoadSampler, machine_info, summarize_lag
 
@@ -64,7 +65,7 @@ def main():
     parser.add_argument("--seed", type=int, default=None, help="random seed of the timelines")
     parser.add_argument("--output", default=str(REPO / "docs" / "benchmarks.md"))
     parser.add_argument("--render", metavar="RESULTS_JSON", help="only rewrite the page from raw results")
-    parser.add_argument("--skip", action="append", default=[], choices=["lag", "cpu", "fleet"])
+    parser.add_argument("--skip", action="append", default=[], choices=["lag", "cpu", "fleet", "sync"])
     args = parser.parse_args()
 
     if args.render:
@@ -119,6 +120,10 @@ def main():
             log("lag: %d trial(s) per scenario on %d hosts" % (plan["lag_trials"], plan["lag_hosts"]))
             results["lag_trials"] = run_lag(fleet, fleet.hosts[:plan["lag_hosts"]], plan["lag_trials"], rng)
             results["lag_summary"] = summarize_lag(results["lag_trials"])
+        load.phase = "sync"
+        if "sync" not in args.skip:
+            log("model sync: mirror vs peer, checkpoint verification cold vs warm")
+            results["model_sync"] = run_model_sync(fleet, total_mib=32 if args.quick else 256)
     finally:
         signal.signal(signal.SIGTERM, previous)
         if not args.keep_fleet:

@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 import statistics
 
 from .common import CPU_TOOLS, LAG_TOOLS, SCENARIOS, TOOL_LABELS, WAITER_STALL_TIMEOUT, WAITER_TIMEOUT
+from .model_sync import render_model_sync
 
 __metaclass__ = type  # pylint: disable=invalid-name
 
@@ -156,6 +157,8 @@ def render(results):
                     "(%.1fx faster): the batch policy, not Ansible's per-host cost, dominates a re-run." % (
                         large, one_batch, med(fleet["noop"], large) / one_batch))
         add("")
+    if results.get("model_sync"):
+        lines.extend(render_model_sync(results["model_sync"]))
     add("## Targets and notes")
     add("")
     for note in results.get("notes", []):

@@ -19,6 +19,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.server_args import (
     build_argv,
     environment_lines,
 )
+from ansible_collections.llmops.sglang.plugins.module_utils.model_sync import check_manifest
 
 # A unit name systemd accepts (systemd.unit(5): letters, digits, ":-_.\\", "@" once for a template instance),
 # without the ".service" the role appends.
@@ -252,7 +253,49 @@ def server_problems(values, reserved=None, group_hosts=None, inventory_hostname=
     lock_wait = get('sglang_lock_wait', 0)
     if _integer(lock_wait) is None or _integer(lock_wait) < 0:
         problems.add('sglang_lock_wait', lock_wait, 'expected an integer >= 0 (seconds to wait for another run)')
+    model_source_problems(problems, get('sglang_model_source', {}), get('sglang_model_manifest', {}))
     return list(problems)
+
+
+MODEL_SOURCE_KEYS = ('mirror', 'version', 'versions_dir', 'peers', 'ssh_key', 'ssh_user', 'ssh_options', 'peer_wait')
+_MODEL_VERSION = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$')
+
+
+def model_source_problems(problems, source, manifest):
+    """sglang_model_source (empty: no sync) and, when it is set, the manifest the sync fetches and verifies."""
+    name = 'sglang_model_source'
+    if source in (None, {}):
+        return
+    if not isinstance(source, dict):
+        problems.add(name, source, 'expected a dict ({version, mirror, peers, ...}) or {} for no sync')
+        return
+    for key in sorted(set(source) - set(MODEL_SOURCE_KEYS)):
+        problems.add(name, source, 'unknown key %r; expected some of %s' % (key, ', '.join(MODEL_SOURCE_KEYS)))
+    version = source.get('version')
+    if not isinstance(version, str) or not _MODEL_VERSION.match(version):
+        problems.add(name + '.version', version, 'expected a directory name for this checkpoint version (letters, '
+                     'digits, "._-", not starting with "."), e.g. "k26-2026-11-30"')
+    mirror = source.get('mirror', '')
+    if _plain_text(problems, name + '.mirror', mirror, 'a URL') and mirror and \
+            not re.match(r'^https?://[^/\s]+(/.*)?$', mirror):
+        problems.add(name + '.mirror', mirror, 'expected an http:// or https:// URL of the directory holding the files')
+    if 'versions_dir' in source:
+        _absolute_path(problems, name + '.versions_dir', source['versions_dir'], 'where versions of the model live')
+    if 'ssh_key' in source:
+        _absolute_path(problems, name + '.ssh_key', source['ssh_key'], 'a private key on the host, for its peers')
+    if 'ssh_user' in source and not (isinstance(source['ssh_user'], str) and _ACCOUNT.match(source['ssh_user'])):
+        problems.add(name + '.ssh_user', source['ssh_user'], 'expected a user name on the peers')
+    for key in ('peers', 'ssh_options'):
+        if key in source:
+            _string_list(problems, '%s.%s' % (name, key), source[key], 'host names' if key == 'peers' else 'ssh options')
+    if 'peer_wait' in source:
+        _non_negative(problems, name + '.peer_wait', source['peer_wait'], 'seconds to wait for a peer to finish')
+    if not mirror and source.get('peers') == []:
+        problems.add(name, source, 'needs a mirror, or peers that may have the version')
+    try:
+        check_manifest(manifest)
+    except ValueError as exc:
+        problems.append(str(exc))
 
 
 def instance_problems(instances, where='k26_instances'):

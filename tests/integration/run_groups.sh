@@ -19,6 +19,7 @@ GROUPS_TABLE=(
   "faults|/var/lib/llmops-sglang-fleet-faults|fb|tests/integration/test_faults.py tests/integration/test_bad_inputs.py"
   "hosts|/var/lib/llmops-sglang-fleet-hosts|fc|tests/integration/test_preflight.py tests/integration/test_observability.py tests/integration/test_become.py"
   "plan|/var/lib/llmops-sglang-fleet-plan|fp|tests/integration/test_plan.py"
+  "sync|/var/lib/llmops-sglang-fleet-sync|fs|tests/integration/test_sync.py"
 )
 
 down_private() {

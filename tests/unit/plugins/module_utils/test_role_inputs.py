@@ -150,3 +150,32 @@ def test_instances_shape():
     ]
     assert instance_problems([]) == ["k26_instances=[]: expected a non-empty list of {name, port, ...}"]
     assert instance_problems([{'name': 'a', 'port': '30000'}]) == []
+
+
+SHA = 'c' * 64
+SYNC = {'sglang_model_source': {'version': 'k26-a', 'mirror': 'http://10.0.0.1:8080/k26'},
+        'sglang_model_manifest': {'model-00001-of-00001.safetensors': {'size': 10, 'sha256': SHA}}}
+
+
+def test_a_model_source_with_a_full_manifest_is_valid():
+    assert problems(**SYNC) == []
+    assert problems(sglang_model_source={}) == []
+
+
+@pytest.mark.parametrize('source, manifest, fragment', [
+    ({'mirror': 'http://m/'}, None, 'sglang_model_source.version=None: expected a directory name'),
+    ({'version': '.hidden', 'mirror': 'http://m/'}, None, "sglang_model_source.version='.hidden'"),
+    ({'version': 'v', 'mirror': 'ftp://m/'}, None, 'expected an http:// or https:// URL'),
+    ({'version': 'v', 'mirror': 'http://m/', 'bogus': 1}, None, "unknown key 'bogus'"),
+    ({'version': 'v', 'mirror': 'http://m/', 'versions_dir': 'rel'}, None, 'sglang_model_source.versions_dir'),
+    ({'version': 'v', 'peers': []}, None, 'needs a mirror, or peers'),
+    ({'version': 'v', 'mirror': 'http://m/', 'peer_wait': -1}, None, 'sglang_model_source.peer_wait=-1'),
+    ({'version': 'v', 'mirror': 'http://m/'}, {}, 'sglang_model_manifest must list the checkpoint'),
+    ({'version': 'v', 'mirror': 'http://m/'}, {'a': {'size': 3}}, "sglang_model_manifest['a'] needs both size and sha256"),
+])
+def test_bad_model_source_is_named(source, manifest, fragment):
+    values = dict(SYNC, sglang_model_source=source)
+    if manifest is not None:
+        values['sglang_model_manifest'] = manifest
+    found = problems(**values)
+    assert len(found) == 1 and fragment in found[0], found
