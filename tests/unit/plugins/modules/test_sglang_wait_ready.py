@@ -22,6 +22,7 @@ pytest.importorskip('requests')
 
 from ansible.module_utils.testing import patch_module_args  # noqa: E402  pylint: disable=wrong-import-position
 
+from ansible_collections.llmops.sglang.plugins.module_utils.wait_adapters import Host  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.llmops.sglang.plugins.modules import sglang_wait_ready as mod  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.llmops.sglang.tests.unit.plugins.module_utils.test_probe import (  # noqa: E402  pylint: disable=wrong-import-position
     FakeServer, chat_body, free_port,
@@ -322,7 +323,7 @@ def test_unit_that_is_not_running(fake_systemd, capsys):
 
 # ------------------------------------------------------ who holds the port
 def bare_host():
-    host = mod.Host.__new__(mod.Host)
+    host = Host.__new__(Host)
     host._foreign_inodes = None   # pylint: disable=protected-access
     host._holder = (None, None)   # pylint: disable=protected-access
     return host
