@@ -14,18 +14,18 @@ short_description: Wait until an SGLang server answers a real request, or explai
 version_added: 0.1.0
 description:
   - Watches a systemd unit running SGLang and the server's HTTP endpoint together, on the host that runs it.
-  - Returns as soon as the answer is known, with I(ready=true) once a real request (by default a chat
-    completion of at most I(max_tokens) tokens at temperature 0) returns a valid body.
-  - Fails at once on a terminal unit state (C(failed), C(inactive) after it had started, C(Result=start-limit-hit),
-    more automatic restarts than I(max_restarts)), on a 4xx answer other than 408/429, on a stall, or at the deadline.
-  - Failures carry a I(reason) from a fixed vocabulary, a one-sentence I(msg), a I(hint) for known SGLang
+  - Returns as soon as the answer is known, with RV(ready=true) once a real request (by default a chat
+    completion of at most O(max_tokens) tokens at temperature 0) returns a valid body.
+  - Fails at once on a terminal unit state (V(failed), V(inactive) after it had started, C(Result=start-limit-hit),
+    more automatic restarts than O(max_restarts)), on a 4xx answer other than 408/429, on a stall, or at the deadline.
+  - Failures carry a RV(reason) from a fixed vocabulary, a one-sentence RV(msg), a RV(hint) for known SGLang
     failure signatures, the relevant journal lines (the last Python traceback and the known fatal lines, whole)
-    and the start-up I(phases) seen in the journal.
-  - Polling is cheap. Every I(poll_interval) the module checks that the unit's main PID is alive and probes the
+    and the start-up RV(phases) seen in the journal.
+  - Polling is cheap. Every O(poll_interval) the module checks that the unit's main PID is alive and probes the
     port (a TCP connect while it refuses, the HTTP probe once it accepts). C(systemctl show) and one incremental
-    C(journalctl) read run on a jittered backoff capped at I(max_poll_interval), and at once when the main
+    C(journalctl) read run on a jittered backoff capped at O(max_poll_interval), and at once when the main
     process disappears.
-  - With I(unit) set and a local URL, an open port only counts when a process of the unit holds the listening socket,
+  - With O(unit) set and a local URL, an open port only counts when a process of the unit holds the listening socket,
     so an old server left on the port (or another unit) cannot make a start look ready.
   - The phase table, the failure signatures and their hints live in
     C(plugins/module_utils/sglang_signatures.py) of this collection.
@@ -33,8 +33,8 @@ author:
   - llmops.sglang maintainers (@llmops)
 requirements:
   - On the managed node (the GPU host, or the host the task is delegated to) the Python libraries C(requests)
-    and, when I(expect) is used, C(jmespath). The collection's server role installs them.
-  - C(systemctl) and C(journalctl) when I(unit) is set. C(nvidia-smi) is used when present.
+    and, when O(expect) is used, C(jmespath). The collection's server role installs them.
+  - C(systemctl) and C(journalctl) when O(unit) is set. C(nvidia-smi) is used when present.
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
@@ -55,16 +55,16 @@ options:
     type: str
   url:
     description:
-      - Base URL of the server (scheme, host, port; no C(/v1)). Only C(http) and C(https).
+      - Base URL of the server (scheme, host, port; no C(/v1)). Only V(http) and V(https).
     type: str
     default: http://127.0.0.1:30000
   probe:
     description:
       - What counts as ready.
-      - C(chat) sends C(POST /v1/chat/completions) and C(completion) sends C(POST /v1/completions); both validate
-        the body (see I(expect)).
-      - C(health_generate) and C(health) need HTTP 200 from C(/health_generate) or C(/health) (SGLang runs a
-        one-token generation for them). C(ready) needs HTTP 200 from C(/ready) (SGLang 0.5.23 and later).
+      - V(chat) sends C(POST /v1/chat/completions) and V(completion) sends C(POST /v1/completions); both validate
+        the body (see O(expect)).
+      - V(health_generate) and V(health) need HTTP 200 from C(/health_generate) or C(/health) (SGLang runs a
+        one-token generation for them). V(ready) needs HTTP 200 from C(/ready) (SGLang 0.5.23 and later).
       - C(GET /v1/models) is never taken as readiness; SGLang answers it before the model can serve.
     type: str
     choices: [chat, completion, health_generate, health, ready]
@@ -74,12 +74,12 @@ options:
       - Model name sent in completions. When omitted it is discovered from C(GET /v1/models) (first id) or
         C(GET /model_info) (C(served_model_name)).
       - When given, it is checked after the completion answered, against the ids C(GET /v1/models) lists (SGLang
-        answers a completion for any model name); a name the server does not serve fails with I(reason=rejected)
+        answers a completion for any model name); a name the server does not serve fails with RV(reason=rejected)
         and a hint naming the served ids. A server without C(/v1/models) is not judged.
     type: str
   prompt:
     description:
-      - The prompt (or user message for I(probe=chat)) of the probe request.
+      - The prompt (or user message for O(probe=chat)) of the probe request.
     type: str
     default: Say OK
   max_tokens:
@@ -94,7 +94,7 @@ options:
   headers:
     description:
       - Extra HTTP headers sent with every probe request.
-      - Pass the server's key with I(api_key), which is never logged; header values are not hidden from Ansible's
+      - Pass the server's key with O(api_key), which is never logged; header values are not hidden from Ansible's
         own invocation output (values of headers whose name looks secret are masked in the journal excerpt only).
     type: dict
     default: {}
@@ -105,12 +105,12 @@ options:
     default: true
   expect:
     description:
-      - A JMESPath expression evaluated on the JSON body of a successful C(chat)/C(completion) probe; the server
+      - A JMESPath expression evaluated on the JSON body of a successful V(chat)/V(completion) probe; the server
         is ready only when the result is truthy. Needs C(jmespath) on the managed node.
       - Without it the default check applies, HTTP 200, at least one choice and at least one generated token
         (C(usage.completion_tokens >= 1), or a non-empty C(content), C(reasoning_content) or C(text)). A thinking
         model that answers only in C(reasoning_content), or answers with whitespace, is ready.
-      - Three consecutive answers that fail the check end the wait with I(reason=bad_response).
+      - Three consecutive answers that fail the check end the wait with RV(reason=bad_response).
     type: str
   timeout:
     description:
@@ -120,25 +120,25 @@ options:
   request_timeout:
     description:
       - Time limit of one HTTP request in seconds, clipped to the time left before the deadline.
-      - Timed-out requests mean "keep waiting" (warmup, JIT) and are counted in I(probe.timeouts).
+      - Timed-out requests mean "keep waiting" (warmup, JIT) and are counted in RV(probe.timeouts).
     type: float
     default: 30
   stall_timeout:
     description:
-      - Fail with I(reason=stalled) when the unit's journal shows no new line and no phase change for this many
-        seconds. C(0) turns stall detection off. Needs I(unit).
+      - Fail with RV(reason=stalled) when the unit's journal shows no new line and no phase change for this many
+        seconds. V(0) turns stall detection off. Needs O(unit).
     type: float
     default: 900
   max_restarts:
     description:
       - Automatic restarts of the unit (C(NRestarts), counted from the start of the wait) tolerated before the
-        wait fails with I(reason=crash_loop). With C(0) the first restart (or a pending C(auto-restart)) fails it.
+        wait fails with RV(reason=crash_loop). With V(0) the first restart (or a pending C(auto-restart)) fails it.
     type: int
     default: 0
   since:
     description:
       - Which journal lines belong to "this start".
-      - C(invocation) takes the unit's current run (its C(InvocationID)) and every run started during the wait.
+      - V(invocation) takes the unit's current run (its C(InvocationID)) and every run started during the wait.
       - Any other value is a journal cursor, for example taken before a restart with C(journalctl -n 0 --show-cursor);
         every line of the unit after it is read.
     type: str
@@ -169,9 +169,9 @@ options:
     type: path
 notes:
   - Run it on the GPU host (the endpoint is often only reachable there), with C(become) so that the whole journal
-    is readable. Use C(delegate_to) to probe an endpoint from another host (without I(unit)).
-  - For long waits use C(async) with a value above I(timeout) and C(poll), so the wait does not depend on one SSH session.
-  - "I(reason) is null on success, and also when the module could not run at all (bad options, no C(systemctl))."
+    is readable. Use C(delegate_to) to probe an endpoint from another host (without O(unit)).
+  - For long waits use C(async) with a value above O(timeout) and C(poll), so the wait does not depend on one SSH session.
+  - "RV(reason) is null on success, and also when the module could not run at all (bad options, no C(systemctl))."
 seealso:
   - module: ansible.builtin.wait_for
   - module: ansible.builtin.uri
@@ -246,12 +246,12 @@ elapsed:
 reason:
   description:
     - Why the wait failed; null on success.
-    - One of C(unit_failed), C(unit_inactive), C(crash_loop), C(start_limit), C(stalled), C(timeout),
-      C(rejected) (a 4xx other than 408/429, a redirect, or a TLS error), C(bad_response).
-    - C(unit_failed) also while the unit is still active, when its HTTP server could not bind the port
+    - One of V(unit_failed), V(unit_inactive), V(crash_loop), V(start_limit), V(stalled), V(timeout),
+      V(rejected) (a 4xx other than 408/429, a redirect, or a TLS error), V(bad_response).
+    - V(unit_failed) also while the unit is still active, when its HTTP server could not bind the port
       (C([Errno 98] ... address already in use)) and another process holds it; SGLang would SIGKILL itself when its
-      warmup gives up, about 2 minutes later; C(msg) names the port and that process.
-    - C(rejected) also when the completion answered but C(model) is not among the ids of C(GET /v1/models).
+      warmup gives up, about 2 minutes later; RV(msg) names the port and that process.
+    - V(rejected) also when the completion answered but O(model) is not among the ids of C(GET /v1/models).
   returned: always
   type: str
   sample: unit_failed
@@ -273,28 +273,28 @@ journal:
       traceback of the failed run (when a child process failed, the traceback before SGLang's
       C(Received sigquit) line), the known fatal lines (once each, not once per TP rank) and systemd's verdict.
     - Without a traceback or a fatal line, the last lines of the unit (where it stopped). Empty on a clean success
-      and without I(unit).
+      and without O(unit).
   returned: always
   type: list
   elements: str
 journal_cmd:
   description: The command that shows every journal line of the runs the wait watched.
-  returned: when I(unit) is set
+  returned: when O(unit) is set
   type: str
   sample: journalctl -u sglang-k26.service --since @1795937836 --no-pager
 phases:
   description:
     - Start-up phases seen in the journal, in order. A phase is recorded when its first line appears.
-    - C(at) is in seconds since the wait began, computed from the journal entry's realtime timestamp
-      (C(source=journal)); it is negative for a phase that began before the wait (the unit was already starting).
-      The final C(ready) phase may come from the successful probe (C(source=probe)).
-    - C(run) counts the unit's runs during the wait (0 for the first), for waits that tolerate restarts.
+    - RV(phases[].at) is in seconds since the wait began, computed from the journal entry's realtime timestamp
+      (RV(phases[].source=journal)); it is negative for a phase that began before the wait (the unit was already starting).
+      The final V(ready) phase may come from the successful probe (RV(phases[].source=probe)).
+    - RV(phases[].run) counts the unit's runs during the wait (0 for the first), for waits that tolerate restarts.
   returned: always
   type: list
   elements: dict
   contains:
     name:
-      description: Stable identifier, one of C(init), C(weights), C(kv_cache), C(cuda_graph), C(http_up), C(warmup), C(ready).
+      description: Stable identifier, one of V(init), V(weights), V(kv_cache), V(cuda_graph), V(http_up), V(warmup), V(ready).
       type: str
     label:
       description: Human-readable name, for example C(loading weights).
@@ -306,7 +306,7 @@ phases:
       description: Run number within the wait.
       type: int
     source:
-      description: C(journal), C(observed) (time the line was read) or C(probe).
+      description: V(journal), V(observed) (time the line was read) or V(probe).
       type: str
   sample: [{"name": "init", "label": "distributed init", "at": 0.4, "run": 0, "source": "journal"}]
 restarts:
@@ -317,7 +317,7 @@ restarts:
   type: int
   sample: 0
 unit:
-  description: The unit's state at the last poll (all values null without I(unit)).
+  description: The unit's state at the last poll (all values null without O(unit)).
   returned: always
   type: dict
   contains:

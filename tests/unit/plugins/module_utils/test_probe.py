@@ -178,7 +178,7 @@ def test_401_quotes_the_server_error(server):
     out = send('chat', server.url, api_key='wrong')
     assert out.kind == P.REJECTED and out.status == 401
     assert 'Invalid API Key' in out.detail
-    assert "api_key" in out.hint
+    assert "api_key" in out.hint and out.value is None, "a hint is never the value of a discovery"
 
 
 def test_400_model_complaint_hints_the_model(server):

@@ -101,6 +101,8 @@ class FakeHost(object):
     def next_journal(self):
         sim = self.sim
         sim.journal_reads.append(sim.t())
+        if sim.machine.ended_at is not None:
+            sim.settle_reads += 1
         new = [e for (lt, e) in sim.journal[sim.read:] if lt <= sim.t()]
         sim.read += len(new)
         return new
@@ -171,6 +173,7 @@ class Sim(object):
         self.probes = []
         self.pid_checks = 0
         self.owner_checks = 0
+        self.settle_reads = 0
         self.read = 0
         self.clock = FakeClock()
         self.http = FakeHttp(self)
@@ -565,3 +568,130 @@ def test_requests_timing_out_after_the_ready_line_are_not_still_starting():
                   journal=loading_journal(), probe=probe).run()
     assert d.reason == 'timeout'
     assert R.result(m)['hint'] == R.SILENT_AFTER_READY_HINT
+
+
+# ------------------------------------------------ decisions the module used to make on its own
+def test_a_third_failed_systemctl_show_in_a_row_ends_the_wait_without_a_reason():
+    """Two failed `systemctl show` calls are retried a second apart; the third in a row ends the wait (the module
+    cannot watch the unit: reason null, like bad options)."""
+    sim = Sim(cfg(), unit=[(0, props())], show_errors=(0, 1, 2))
+    d, m, t = sim.run()
+    assert d.action == 'error' and d.reason is None
+    assert len(sim.unit_polls) == UNIT_QUERY_ATTEMPTS
+    gaps = [b - a for a, b in zip(sim.unit_polls, sim.unit_polls[1:])]
+    assert all(0.99 <= gap <= 1.2 for gap in gaps), gaps
+    res = R.result(m)
+    assert res['ready'] is False and res['reason'] is None
+    assert res['msg'] == 'systemctl show %s failed: Failed to connect to bus: No such file or directory' % UNIT
+
+
+def test_failed_systemctl_shows_that_are_not_in_a_row_do_not_end_the_wait():
+    sim = Sim(cfg(), unit=[(0, props())], journal=loading_journal(), probe=server_probe(), show_errors=(0, 1, 3, 4))
+    d, m, t = sim.run()
+    assert d.action == 'ready', R.result(m)['msg']
+    assert len(sim.unit_polls) > 5
+
+
+def test_an_open_port_held_by_another_process_is_not_the_server():
+    """The unit's port answers, but no process of the unit listens on it: never probed over HTTP, and the hint
+    names who holds it at the deadline."""
+    sim = Sim(cfg(timeout=30.0), unit=[(0, props())], probe=server_probe(up_at=0, ready_at=0), owner=False)
+    d, m, t = sim.run()
+    assert d.reason == 'timeout'
+    assert set(steps_of(sim)) == {'connect'}, 'nothing was asked of the foreign server'
+    assert sim.owner_checks > 10
+    res = R.result(m)
+    assert 'port 30001 accepts connections, but no process of %s listens on it (held by pid 999: ' % UNIT in res['msg']
+    assert res['hint'].startswith('Another process holds port 30001 (held by pid 999: ')
+    assert res['probe']['status'] == P.FOREIGN
+
+
+def test_a_busy_port_with_the_bind_error_in_the_journal_fails_at_once():
+    bind = line(3, "ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', 30001): "
+                   "address already in use")
+    sim = Sim(cfg(), unit=[(0, props(active='active', sub='running'))], journal=loading_journal()[:3] + [bind],
+              probe=server_probe(up_at=0, ready_at=0), owner=False)
+    d, m, t = sim.run()
+    assert d.reason == 'unit_failed' and m.failure.kind == 'http_port_in_use'
+    assert t < 10.0 * (1 + JITTER) + 1, 'within a unit poll of the bind error, not 2 minutes later'
+    res = R.result(m)
+    assert 'could not bind its port' in res['msg'] and 'held by pid 999' in res['msg']
+    assert res['hint'].startswith('Another process holds port 30001')
+
+
+@pytest.mark.parametrize('owner', [True, None])
+def test_a_port_the_unit_holds_or_that_cannot_be_judged_is_probed(owner):
+    sim = Sim(cfg(), unit=[(0, props())], journal=loading_journal(), probe=server_probe(), owner=owner)
+    d, m, t = sim.run()
+    assert d.action == 'ready' and 'chat' in steps_of(sim)
+
+
+def test_a_crash_whose_traceback_arrives_late_is_explained_by_the_settle_reads():
+    """systemd reports the failure before the journal holds the crash's last lines: the driver reads again."""
+    unit = [(0, props()), (200, props(active='failed', sub='failed', result='signal', pid=0, code='killed', status=9))]
+    late = [(200.55, e) for (dummy, e) in loading_journal(crash_at=199.9)[-6:]]
+    sim = Sim(cfg(), unit=unit, journal=loading_journal()[:6] + late)
+    d, m, t = sim.run()
+    assert d.reason == 'unit_failed' and t < 200.5
+    assert 2 <= sim.settle_reads <= SETTLE_READS + 1
+    assert sim.clock.sleeps[-1] == SETTLE_DELAY
+    res = R.result(m)
+    assert res['msg'].endswith(': fatal error: Python.h: No such file or directory'), res['msg']
+    assert 'python3-dev' in res['hint']
+
+
+def test_settle_reads_stop_after_their_count_when_no_cause_comes():
+    unit = [(0, props()), (20, props(active='failed', sub='failed', result='exit-code', pid=0, code='exited', status=1))]
+    sim = Sim(cfg(), unit=unit, journal=loading_journal()[:3])
+    d, m, t = sim.run()
+    assert d.reason == 'unit_failed'
+    assert sim.settle_reads == SETTLE_READS + 1
+    assert sim.clock.sleeps[-SETTLE_READS:] == [SETTLE_DELAY] * SETTLE_READS
+    assert 'no known error line' in R.result(m)['msg']
+
+
+def test_a_ready_server_gets_one_more_journal_read_for_its_ready_line():
+    journal = loading_journal()
+    journal[-1] = (65.3, journal[-1][1])   # "ready to roll" (stamped 64.8) reaches the journal while the answer comes
+    sim = Sim(cfg(), unit=[(0, props())], journal=journal, probe=server_probe(ready_at=65.0))
+    d, m, t = sim.run()
+    assert d.action == 'ready' and t >= 65.3
+    assert sim.settle_reads == 1
+    assert max(sim.journal_reads[:-1]) < 65.3, 'only the read after the end could see the line'
+    assert R.phases(m)[-1] == {'name': 'ready', 'label': 'ready', 'at': 64.8, 'run': 0, 'source': 'journal'}
+
+
+def test_an_endpoint_only_wait_reads_no_journal():
+    sim = Sim(cfg(unit=None, probe='health'), probe=server_probe(up_at=1, ready_at=1))
+    d, m, t = sim.run()
+    assert d.action == 'ready' and sim.journal_reads == [] and sim.unit_polls == []
+
+
+# ------------------------------------------------ deciding apart from reporting
+def state(m):
+    snapshot = dict(vars(m))
+    snapshot['digest'] = dict((k, repr(v)) for k, v in vars(m.digest).items())
+    snapshot.pop('rng')
+    return repr(sorted(snapshot.items()))
+
+
+def test_plan_and_the_report_leave_the_machine_as_it_was():
+    sim = Sim(cfg(), unit=[(0, props())], journal=loading_journal(), probe=server_probe())
+    d, m, t = sim.run()
+    before = state(m)
+    rng_before = m.rng.getstate()
+    for dummy in range(3):
+        m.plan(m.ended_at + 1.0)
+    R.result(m)
+    R.progress_status(m, m.ended_at)
+    R.conclude(m)
+    R.check_result(m, None, None, 'invocation', URL)
+    assert state(m) == before and m.rng.getstate() == rng_before
+    assert [p['name'] for p in R.phases(m)][-1] == 'ready'
+
+
+def test_the_failure_is_a_typed_record():
+    unit = [(0, props()), (50, props(sub='auto-restart', result='signal', pid=0, code='killed', status=9))]
+    d, m, t = Sim(cfg(), unit=unit).run()
+    assert m.failure == Failure('crash_loop', restarts=1)
+    assert m.failure.kind is None and m.failure.outcome is None
