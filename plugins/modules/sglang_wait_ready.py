@@ -171,7 +171,8 @@ notes:
   - Run it on the GPU host (the endpoint is often only reachable there), with C(become) so that the whole journal
     is readable. Use C(delegate_to) to probe an endpoint from another host (without O(unit)).
   - For long waits use C(async) with a value above O(timeout) and C(poll), so the wait does not depend on one SSH session.
-  - "RV(reason) is null on success, and also when the module could not run at all (bad options, no C(systemctl))."
+  - "RV(reason) is null on success, and also when the module could not run at all (bad options, no C(systemctl)) or could
+    not go on watching the unit (C(systemctl show) failed three times in a row)."
 seealso:
   - module: ansible.builtin.wait_for
   - module: ansible.builtin.uri
