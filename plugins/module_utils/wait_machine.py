@@ -449,6 +449,7 @@ class WaitMachine(object):
             return 'fail'
         return 'ready'
 
+
 def _port_of(url):
     parsed = urlparse(url or '')
     try:
