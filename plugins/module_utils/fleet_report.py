@@ -7,20 +7,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.sglang.plugins.module_utils.sglang_signatures import PHASES
+from ansible_collections.llmops.sglang.plugins.module_utils.formats import fmt_seconds
 
-PHASE_LABELS = dict((phase.name, phase.label) for phase in PHASES)
 COLUMNS = ('host', 'instance', 'state', 'time to ready', 'phases (s since start-up began)', 'sglang / compressed-tensors / torch',
            'GPU memory', 'health (GPUs; checkpoint)')
-
-
-def _seconds(value):
-    if value is None or value == '':
-        return '-'
-    value = float(value)
-    if value >= 60:
-        return '%dm%02ds' % (value // 60, value % 60)
-    return '%.1fs' % value
 
 
 def _timeline(phases):
@@ -46,7 +36,7 @@ def time_to_ready_seconds(dep):
 
 
 def _time_to_ready(dep):
-    return _seconds(time_to_ready_seconds(dep))
+    return fmt_seconds(time_to_ready_seconds(dep))
 
 
 def _versions(packages):

@@ -93,17 +93,12 @@ class JournalDigest(object):
         self.sigquits = deque(maxlen=64)
         self.phases = []
         self.phase = None             # current phase name of the current run
-        self.lines_seen = 0
         self.last_line = None
         self.first_realtime_us = None
         self.start_limit_hit = False
         self.run_started = {}         # run -> seconds since the wait began of its first line
 
     # ----------------------------------------------------------------- feeding
-    @property
-    def invocations(self):
-        return list(self._invocations)
-
     def feed(self, entries, elapsed_now):
         """Digest new JournalEntry rows. Returns the list of PhaseMark added (for progress reporting)."""
         added = []
@@ -115,7 +110,6 @@ class JournalDigest(object):
 
     def _feed_one(self, entry, elapsed_now):
         self.seq += 1
-        self.lines_seen += 1
         if entry.realtime_us and self.first_realtime_us is None:
             self.first_realtime_us = entry.realtime_us
         inv = entry.invocation_id
@@ -317,6 +311,3 @@ class JournalDigest(object):
         if len(ordered) > max_lines:
             ordered = ordered[-max_lines:]
         return ordered
-
-    def tail_lines(self, n=TAIL_LINES):
-        return [recent.text for recent in list(self.tail)[-n:]]

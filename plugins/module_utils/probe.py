@@ -34,7 +34,9 @@ MODEL_INFO_PATH = '/model_info'
 OK, WAIT, REJECTED, BAD, REFUSED, TIMEOUT, FOREIGN = 'ok', 'wait', 'rejected', 'bad', 'refused', 'timeout', 'foreign'
 
 Request = namedtuple('Request', ['method', 'url', 'path', 'headers', 'body'])
-Outcome = namedtuple('Outcome', ['kind', 'status', 'detail', 'value', 'latency'])
+# value: what a passed discovery step found (the served ids of /v1/models, the name of /model_info), else None.
+# hint: the fix for an answer that ends or explains the wait (a rejection, a foreign port), else None.
+Outcome = namedtuple('Outcome', ['kind', 'status', 'detail', 'value', 'latency', 'hint'], defaults=(None,))
 
 MAX_QUOTE = 500
 _MODEL_COMPLAINT_RE = re.compile(r'(?i)\bmodel\b')
@@ -52,6 +54,9 @@ UNSERVED_MODEL_HINT = ('Set model (the role: sglang_wait.model or sglang_served_
                        'Clients that name another model get answers from this one.')
 MODEL_HINT = 'Wrong model name: set model to the server\'s --served-model-name (GET /v1/models lists it), or omit model to discover it.'
 BAD_REQUEST_HINT = 'The server refused the request body: check prompt, max_tokens and headers.'
+FOREIGN_DETAIL = 'port %d accepts connections, but no process of %s listens on it (%s)'
+FOREIGN_HINT = ("Another process holds port %d (%s): stop it (`ss -ltnp 'sport = :%d'` shows it) or give the server "
+                "another port; SGLang fails with 'address already in use' once loaded.")
 REDIRECT_HINT = 'The URL redirects: set url to the final address (scheme, host and port of the SGLang server).'
 TLS_HINT = 'TLS verification failed: fix the CA trust on the host, or set validate_certs: false for a self-signed test certificate.'
 
@@ -150,7 +155,7 @@ def classify_http(step, status, body, latency=None, expect=None, expect_text=Non
     if status in (408, 429) or 500 <= status <= 599:
         return Outcome(WAIT, status, 'HTTP %d: %s' % (status, quote_body(body, 200)), None, latency)
     if 300 <= status <= 399:
-        return Outcome(REJECTED, status, 'HTTP %d redirect: %s' % (status, quote_body(body, 200)), REDIRECT_HINT, latency)
+        return Outcome(REJECTED, status, 'HTTP %d redirect: %s' % (status, quote_body(body, 200)), None, latency, REDIRECT_HINT)
     if 400 <= status <= 499:
         quoted = quote_body(body)
         hint = REJECT_HINTS.get(status)
@@ -158,7 +163,7 @@ def classify_http(step, status, body, latency=None, expect=None, expect_text=Non
             hint = MODEL_HINT
         elif status in (400, 422):
             hint = BAD_REQUEST_HINT
-        return Outcome(REJECTED, status, 'HTTP %d: %s' % (status, quoted), hint, latency)
+        return Outcome(REJECTED, status, 'HTTP %d: %s' % (status, quoted), None, latency, hint)
     if not 200 <= status <= 299:
         return Outcome(WAIT, status, 'HTTP %d' % status, None, latency)
 
@@ -205,9 +210,16 @@ def classify_http(step, status, body, latency=None, expect=None, expect_text=Non
 def classify_error(kind, detail, latency=None):
     """A request that got no HTTP answer. kind: refused | timeout | tls | error."""
     if kind == 'tls':
-        return Outcome(REJECTED, None, 'TLS error: %s' % detail, TLS_HINT, latency)
+        return Outcome(REJECTED, None, 'TLS error: %s' % detail, None, latency, TLS_HINT)
     if kind == 'timeout':
         return Outcome(TIMEOUT, None, 'no answer in time (%s)' % detail, None, latency)
     if kind == 'refused':
         return Outcome(REFUSED, None, 'connection refused', None, latency)
     return Outcome(WAIT, None, detail, None, latency)
+
+
+def foreign_connect(outcome, port, unit, holder):
+    """A TCP connect that succeeded on a port no process of the watched unit listens on: an old server (or another
+    unit) answers there, so the open port proves nothing. holder: who holds it, e.g. 'held by pid N: cmdline'."""
+    return Outcome(FOREIGN, None, FOREIGN_DETAIL % (port, unit, holder), None, outcome.latency,
+                   FOREIGN_HINT % (port, holder, port))

@@ -13,7 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_signatures import PHASES, phase_label
-from ansible_collections.llmops.sglang.plugins.module_utils.wait_machine import fmt_duration
+from ansible_collections.llmops.sglang.plugins.module_utils.formats import fmt_duration
 
 # A host that stays in one phase is reprinted this often; with a read every few seconds the gap stays under 30 s.
 REFRESH_EVERY = 25.0

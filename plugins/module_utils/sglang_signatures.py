@@ -333,6 +333,8 @@ _SECRET_RES = (
     re.compile(r"(?P<key>Authorization:\s*Bearer\s+)(?P<q>)(?P<value>\S+)"),
 )
 REDACTED = '********'
+# HTTP headers whose values are secrets (a probe's Authorization, X-API-Key, cookies...): masked like the above.
+SECRET_HEADER_RE = re.compile(r'(?i)authorization|api[-_]?key|token|secret|cookie')
 # SGLang flags whose value is a secret (argv words; the patterns above cover them inside printed lines).
 SECRET_FLAGS = ('--api-key', '--admin-api-key', '--hf-token')
 
@@ -404,6 +406,11 @@ def strip_prefix(line):
 def has_log_prefix(line):
     """True when the line starts a log record of its own (SGLang's or another logger's)."""
     return bool(LOG_PREFIX_RE.match(line) or OTHER_LOGGER_RE.match(line))
+
+
+def secret_values(api_key=None, headers=None):
+    """The values to mask in anything shown: the API key and every header value whose name looks secret."""
+    return [api_key] + [str(v) for k, v in (headers or {}).items() if SECRET_HEADER_RE.search(str(k))]
 
 
 def redact(line, secrets=()):

@@ -13,8 +13,7 @@ from collections import namedtuple
 # What one poll asks systemd (one `systemctl show` call).
 SHOW_PROPERTIES = (
     'Id', 'LoadState', 'ActiveState', 'SubState', 'Result', 'NRestarts',
-    'ExecMainStatus', 'ExecMainCode', 'ExecMainPID', 'MainPID', 'InvocationID',
-    'ActiveEnterTimestampMonotonic', 'ExecMainStartTimestampMonotonic', 'ControlGroup', 'Job',
+    'ExecMainStatus', 'ExecMainCode', 'MainPID', 'InvocationID', 'ExecMainStartTimestampMonotonic', 'ControlGroup', 'Job',
 )
 
 # Journal fields the waiter reads; -o json always adds __CURSOR and the timestamps.
@@ -25,7 +24,7 @@ EXEC_MAIN_CODES = {1: 'exited', 2: 'killed', 3: 'dumped', 4: 'trapped', 5: 'stop
 
 UnitProps = namedtuple('UnitProps', [
     'name', 'load_state', 'active_state', 'sub_state', 'result', 'n_restarts',
-    'exec_main_status', 'exec_main_code', 'exec_main_pid', 'main_pid', 'invocation_id',
+    'exec_main_status', 'exec_main_code', 'main_pid', 'invocation_id',
     'exec_main_start_monotonic_us', 'control_group', 'job',
 ])
 
@@ -63,7 +62,6 @@ def unit_props(props, unit=None):
         n_restarts=_int(props.get('NRestarts')),
         exec_main_status=_int(props.get('ExecMainStatus')),
         exec_main_code=EXEC_MAIN_CODES.get(code, str(code) if code else ''),
-        exec_main_pid=_int(props.get('ExecMainPID')),
         main_pid=_int(props.get('MainPID')),
         invocation_id=props.get('InvocationID', '') or '',
         exec_main_start_monotonic_us=_int(props.get('ExecMainStartTimestampMonotonic')),

@@ -201,15 +201,15 @@ def test_pass_through_prints_no_progress(server, extra):
 @pytest.mark.skipif(os.geteuid() != 0, reason='needs root: the module hands the file over with chown')
 def test_module_hands_its_file_to_the_owner_of_the_remote_tmp_dir(tmp_path):
     # become root from a login user: Ansible's remote tmp dir belongs to the login user, who reads the file without become
-    from ansible_collections.llmops.sglang.plugins.modules.sglang_wait_ready import Progress
+    from ansible_collections.llmops.sglang.plugins.module_utils.wait_adapters import ProgressFile
     login_uid = 65534
     tmpdir = tmp_path / 'ansible-tmp-1'
     tmpdir.mkdir(mode=0o700)
     os.chown(str(tmpdir), login_uid, -1)
     path = tmpdir / action.PROGRESS_NAME
-    Progress(str(path), secrets=[]).write(0.0, None, {'phase': 'weights', 'last_line': 'x'})
+    ProgressFile(str(path)).write({'phase': 'weights', 'last_line': 'x'})
     info = path.stat()
     assert info.st_uid == login_uid and oct(info.st_mode & 0o777) == oct(0o600)
     # a directory of root's own (e.g. /run) keeps the file root's
-    Progress(str(tmp_path / 'root.json'), secrets=[]).write(0.0, None, {'phase': 'weights'})
+    ProgressFile(str(tmp_path / 'root.json')).write({'phase': 'weights'})
     assert (tmp_path / 'root.json').stat().st_uid == 0

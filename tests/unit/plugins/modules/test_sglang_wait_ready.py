@@ -22,6 +22,7 @@ pytest.importorskip('requests')
 
 from ansible.module_utils.testing import patch_module_args  # noqa: E402  pylint: disable=wrong-import-position
 
+from ansible_collections.llmops.sglang.plugins.module_utils.wait_adapters import Host  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.llmops.sglang.plugins.modules import sglang_wait_ready as mod  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.llmops.sglang.tests.unit.plugins.module_utils.test_probe import (  # noqa: E402  pylint: disable=wrong-import-position
     FakeServer, chat_body, free_port,
@@ -255,6 +256,7 @@ def fake_systemd(tmp_path, monkeypatch):
         d=%s
         n=$(cat $d/count 2>/dev/null || echo 0)
         echo $((n + 1)) > $d/count
+        [ -f $d/show-fails ] && { echo 'Failed to connect to bus: No such file or directory' >&2; exit 1; }
         f=$d/show.$n
         [ -f "$f" ] || f=$(ls $d/show.* | sort -t. -k2 -n | tail -1)
         cat "$f"
@@ -322,7 +324,7 @@ def test_unit_that_is_not_running(fake_systemd, capsys):
 
 # ------------------------------------------------------ who holds the port
 def bare_host():
-    host = mod.Host.__new__(mod.Host)
+    host = Host.__new__(Host)
     host._foreign_inodes = None   # pylint: disable=protected-access
     host._holder = (None, None)   # pylint: disable=protected-access
     return host
@@ -384,3 +386,16 @@ def test_stall_with_a_journalctl_that_exits_1_when_nothing_is_new(fake_systemd, 
     assert res['reason'] == 'stalled', res['msg']
     assert "stalled during 'loading weights'" in res['msg']
     assert 'warnings' not in res
+
+
+def test_systemctl_show_failing_three_times_in_a_row_ends_the_wait(fake_systemd, capsys, tmp_path):
+    (fake_systemd / 'show-fails').write_text('')
+    progress = tmp_path / 'wait.json'
+    res = run_module({'unit': 'sglang-k26.service', 'url': 'http://127.0.0.1:%d' % free_port(), 'timeout': 60,
+                      'progress_file': str(progress)}, capsys)
+    assert res['failed'] and res['ready'] is False and res['reason'] is None
+    assert res['msg'] == 'systemctl show sglang-k26.service failed: Failed to connect to bus: No such file or directory'
+    assert (fake_systemd / 'count').read_text().strip() == '3'
+    assert res['elapsed'] < 30
+    status = json.loads(progress.read_text())
+    assert status['done'] is True and status['reason'] is None and status['ready'] is False
