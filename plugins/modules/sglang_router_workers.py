@@ -26,7 +26,7 @@ options:
     type: str
     required: true
   api_key:
-    description: The router's API key (C(--api-key)), sent as C(Authorization: Bearer). Never logged.
+    description: The router's API key (C(--api-key)), sent as an C(Authorization) Bearer header. Never logged.
     type: str
   workers:
     description: Worker URLs (V(http://HOST:PORT)) this task is about. Empty with O(state=listed).
