@@ -73,7 +73,9 @@ attributes:
     support: full
     description: The listed worker URLs before and after.
   platform:
+    support: full
     platforms: posix
+    description: Any host that reaches the router's URL (usually the router's own, with C(delegate_to)).
 """
 
 EXAMPLES = r"""

@@ -54,7 +54,7 @@ def add_to_mirror(mirror_root, cache_dir=fleet.DEFAULT_CACHE_DIR):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--state-dir", required=True)
     parser.add_argument("--cache-dir", default=None)
     args = parser.parse_args(argv)

@@ -77,8 +77,8 @@ def test_completion_stream_without_usage_by_default(launch, standin_python, mode
     assert all("usage" in event and event["usage"] is None for event in events)
 
 
-def test_long_stream_survives_sigterm_and_new_requests_are_served_while_draining(launch, standin_python, model_dir,
-                                                                               tmp_path):
+def test_long_stream_survives_sigterm_and_new_requests_are_served_while_draining(
+        launch, standin_python, model_dir, tmp_path):
     """The drain waits for a stream still sending tokens (its rid stays held until the last one), and a request
     arriving after SIGTERM is answered in full and recorded as served while draining."""
     log = str(tmp_path / "requests.jsonl")
@@ -127,7 +127,7 @@ def test_a_client_that_goes_away_mid_stream_is_recorded_incomplete(launch, stand
     conn.sock.close()
     conn.close()
     gone = []
-    for _ in range(WAIT * 10):  # the server notices at its next write; bounded poll, no timing assertion
+    for _attempt in range(WAIT * 10):  # the server notices at its next write; bounded poll, no timing assertion
         gone = [r for r in records(log) if r["tag"] == "gone"]
         if gone:
             break
