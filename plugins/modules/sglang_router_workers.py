@@ -57,8 +57,8 @@ options:
       - With O(state=present), prove that the router routes to each worker this call added - sends short completions (distinct
         prompts, C(max_tokens) 1) through the router, at most O(verify_requests), until the worker's own
         C(sglang:num_requests_total) (its C(/metrics), read from where this module runs) went up.
-      - A worker without C(--enable-metrics) is checked by the router's listing only (C(is_healthy)); RV(verified)
-        says which.
+      - When none of those requests reached it (a policy may prefer others) or it has no C(--enable-metrics), the
+        router's listing decides (C(is_healthy)); RV(verified) says which (C(routed) or C(listed)).
     type: bool
     default: false
   verify_requests:
@@ -124,6 +124,7 @@ verified:
 
 import json
 import time
+import uuid
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.urllib.parse import quote
@@ -199,16 +200,19 @@ def verify_routes(router, workers, listing, count, timeout):
             out[url] = "listed"
             continue
         model = record.get("model_id") or "default"
+        out[url] = "listed"
         for attempt in range(max(1, count)):
-            router.call("POST", "/v1/completions", {"model": model, "prompt": "llmops route check %d %s %f"
-                                                    % (attempt, url, time.time()), "max_tokens": 1})
+            # A prefix of its own each time: cache_aware sends a prompt that matches no worker's prefix tree to the
+            # worker with the smallest tree, which a worker just admitted has.
+            router.call("POST", "/v1/completions", {"model": model, "prompt": "%s-%d llmops route check %s"
+                                                    % (uuid.uuid4().hex, attempt, url), "max_tokens": 1})
             now = requests_served(url, timeout)
             if now is not None and now > before:
                 out[url] = "routed"
                 break
-        else:
-            raise RouterError("%d requests through %s all went to other workers than %s"
-                              % (count, router.url, url))
+        if out[url] == "listed" and not record.get("is_healthy"):
+            raise RouterError("the router lists %s but not as healthy, and %d requests through %s went to other "
+                              "workers" % (url, count, router.url))
     return out
 
 
