@@ -20,6 +20,7 @@ GROUPS_TABLE=(
   "hosts|/var/lib/llmops-sglang-fleet-hosts|fc|tests/integration/test_preflight.py tests/integration/test_observability.py tests/integration/test_become.py"
   "plan|/var/lib/llmops-sglang-fleet-plan|fp|tests/integration/test_plan.py"
   "sync|/var/lib/llmops-sglang-fleet-sync|fs|tests/integration/test_sync.py"
+  "router|/var/lib/llmops-sglang-fleet-router|fr|tests/integration/test_router.py"
 )
 
 down_private() {

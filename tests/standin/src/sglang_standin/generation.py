@@ -31,15 +31,23 @@ def chat_prompt(messages):
     return text, count_prompt_tokens(text) + 3 * len(parts) + 2
 
 
-def generate_ids(prompt, max_tokens, thinking):
-    """The model's output ids for `prompt`, cut at max_tokens (finish 'length') or ended by EOS (finish 'stop')."""
+def generate_ids(prompt, max_tokens, thinking, ignore_eos=False):
+    """The model's output ids for `prompt`, cut at max_tokens (finish 'length') or ended by EOS (finish 'stop').
+
+    With `ignore_eos` (a sampling parameter of 0.5.23, entrypoints/openai/protocol.py:407,1012) the answer goes on
+    past its natural end until max_tokens, as a real model does: how tests make generations of any length."""
     seed = int(hashlib.sha256(prompt.encode("utf-8")).hexdigest(), 16)
     ids = []
     if thinking:
         ids.extend(range(1000, 1000 + REASONING_TOKENS))  # ids of THINK_WORDS
         ids.append(THINK_END)
-    for i in range(ANSWER_TOKENS):
-        ids.append((seed >> (5 * i)) % len(VOCAB) if i else 0)
+    answer = ANSWER_TOKENS
+    if ignore_eos and max_tokens:
+        answer = max(answer, max_tokens - len(ids))
+    for i in range(answer):
+        ids.append((seed >> (5 * (i % 50))) % len(VOCAB) if i else 0)
+    if ignore_eos and max_tokens:
+        return ids[:max_tokens], "length"
     ids.append(EOS)
     if max_tokens is not None and max_tokens < len(ids):
         return ids[:max_tokens], "length"

@@ -332,8 +332,12 @@ class Scheduler(object):
                     time.sleep(3600)
             self.sleep(self.durations["warmup"])
             time.sleep(self.faults.slow_warmup)
-        ids, finish = generation.generate_ids(msg["prompt"], msg["max_tokens"], msg["thinking"])
-        self.sleep(DECODE_SECONDS_PER_TOKEN * len(ids))
+        ids, finish = generation.generate_ids(msg["prompt"], msg["max_tokens"], msg["thinking"],
+                                              msg.get("ignore_eos", False))
+        # One batch at a time here; a long generation's token-by-token pace is the main process's
+        # (SGLANG_STANDIN_TOKEN_SECONDS, server.py Handler.paced), so concurrent streams overlap as in continuous
+        # batching: the scheduler's own cost is capped at a short answer's.
+        self.sleep(DECODE_SECONDS_PER_TOKEN * min(len(ids), 20))
         self.send(type="result", id=msg["id"], ids=ids, finish_reason=finish)
         if first and self.faults.zombie:
             # Dies the way a C++-level crash does: no Python traceback; the old HTTP process keeps serving.

@@ -96,10 +96,23 @@ class SchedulerClient(object):
                     slot["event"].set()
         # The scheduler is gone: requests sent to it stay unanswered (SGLang's tokenizer manager waits forever).
 
-    def submit(self, prompt, prompt_tokens, max_tokens, thinking, counted=False, timeout=None, rid_prefix=""):
-        """(ids, finish_reason, id), or None on timeout."""
-        slot = {"event": threading.Event(), "result": None}
+    def hold(self, rid_prefix=""):
+        """Register a request for as long as its response is being generated and streamed (0.5.23 keeps a rid in
+        rid_to_state until its last output is sent, managers/tokenizer_manager.py: the drain counts it); release()."""
         sglang_rid = rid_prefix + uuid.uuid4().hex
+        with self.lock:
+            self.rid_to_state[sglang_rid] = None
+        return sglang_rid
+
+    def release(self, sglang_rid):
+        with self.lock:
+            self.rid_to_state.pop(sglang_rid, None)
+
+    def submit(self, prompt, prompt_tokens, max_tokens, thinking, counted=False, timeout=None, rid_prefix="",
+               ignore_eos=False, held=None):
+        """(ids, finish_reason, id), or None on timeout. `held`: a rid from hold() the caller releases."""
+        slot = {"event": threading.Event(), "result": None}
+        sglang_rid = held or rid_prefix + uuid.uuid4().hex
         with self.lock:
             self.next_id += 1
             rid = self.next_id
@@ -107,7 +120,7 @@ class SchedulerClient(object):
             self.rid_to_state[sglang_rid] = rid
         try:
             msg = {"type": "generate", "id": rid, "prompt": prompt, "prompt_tokens": prompt_tokens,
-                   "max_tokens": max_tokens, "thinking": thinking, "counted": counted}
+                   "max_tokens": max_tokens, "thinking": thinking, "counted": counted, "ignore_eos": ignore_eos}
             try:
                 with self.lock:
                     self.cmd_file.write(json.dumps(msg) + "\n")
@@ -121,7 +134,8 @@ class SchedulerClient(object):
         finally:
             with self.lock:
                 self.pending.pop(rid, None)
-                self.rid_to_state.pop(sglang_rid, None)
+                if held is None:
+                    self.rid_to_state.pop(sglang_rid, None)
 
 
 class Launcher(object):
@@ -153,6 +167,9 @@ class Launcher(object):
         self.shutdown_ready = False     # node_rank >= 1: its schedulers are ready (serving)
         self.uvicorn_serving = False    # uvicorn's signal handlers are in place
         self.should_exit = False
+        self.ready = False              # the ready line was logged (the warmup is done)
+        self.token_seconds = float(environ.get("SGLANG_STANDIN_TOKEN_SECONDS", "0") or 0)
+        self.request_log = environ.get("SGLANG_STANDIN_REQUEST_LOG") or None
         self.local_ranks = max(1, args.tp_size // max(1, args.nnodes))
 
     # ---- failure paths --------------------------------------------------------------------------------------
@@ -628,6 +645,7 @@ class Launcher(object):
         # The event first: whoever sees the server answer as ready finds it already recorded (benchmarks measure
         # detection lag from it, tests read the event log right after the ready line).
         logfmt.event("ready", phase="ready")
+        self.ready = True
         self.log.info("The server is fired up and ready to roll!")
 
     def model_card(self, name=None):
@@ -812,7 +830,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def run_generation(self, prompt, prompt_tokens, max_tokens, thinking, counted):
         self.launcher.install_running_handlers()  # generate_request -> auto_create_handle_loop
-        result = self.launcher.client.submit(prompt, prompt_tokens, max_tokens, thinking, counted=counted)
+        options = getattr(self, "gen_options", None) or {}
+        result = self.launcher.client.submit(prompt, prompt_tokens, max_tokens, thinking, counted=counted, **options)
         if counted:
             self.delivery_id = result[2]
         return result[:2]
@@ -834,10 +853,44 @@ class Handler(BaseHTTPRequestHandler):
             "id": uuid.uuid4().hex, "finish_reason": finish_reason, "prompt_tokens": prompt_tokens,
             "completion_tokens": len(ids), "cached_tokens": 0, "e2e_latency": time.time() - started}})
 
-    def chat_completions(self):
+    # ---- the OpenAI endpoints: held in flight until the last byte, paced token by token, recorded ----------
+    def serve_openai(self, produce):
+        """Run `produce(body, record)` for one /v1 request while its rid is held (so the SIGTERM drain and
+        /metrics count it until its last token is sent, as 0.5.23's rid_to_state does), then append what was served
+        when to $SGLANG_STANDIN_REQUEST_LOG."""
         body = self.read_json()
         if body is None or not self.check_serving(body):
             return
+        launcher = self.launcher
+        state = "draining" if launcher.gracefully_exit else ("ready" if launcher.ready else "loading")
+        record = {"path": self.path.split("?", 1)[0], "port": launcher.args.port, "pid": os.getpid(),
+                  "client": "%s:%d" % self.client_address[:2], "stream": bool(body.get("stream")),
+                  "start": time.time(), "state": state, "tokens_sent": 0, "completion_tokens": None,
+                  "finish_reason": None, "completed": False, "tag": body.get("user"),
+                  "request_id": self.headers.get("x-request-id")}
+        held = launcher.client.hold()
+        self.gen_options = {"ignore_eos": bool(body.get("ignore_eos")), "held": held}
+        try:
+            produce(body, record)
+        except (BrokenPipeError, ConnectionResetError):
+            record["error"] = "client went away"
+            self.close_connection = True
+        finally:
+            launcher.client.release(held)
+            self.gen_options = None
+            record["end"] = time.time()
+            record["state_at_end"] = "draining" if launcher.gracefully_exit else state
+            request_log(launcher.request_log, record)
+
+    def paced(self, tokens):
+        """SGLANG_STANDIN_TOKEN_SECONDS per decoded token (absolute, not multiplied by the pace)."""
+        if self.launcher.token_seconds > 0 and tokens:
+            time.sleep(self.launcher.token_seconds * tokens)
+
+    def chat_completions(self):
+        self.serve_openai(self.produce_chat)
+
+    def produce_chat(self, body, record):
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
             self.error(400, "messages: Field required")
@@ -851,24 +904,26 @@ class Handler(BaseHTTPRequestHandler):
         if result is None:
             return
         ids, finish = result
+        record.update(completion_tokens=len(ids), finish_reason=finish)
+        response = self.openai_envelope("chat.completion", prompt_tokens, len(ids), body)
+        if body.get("stream"):
+            self.stream_chat(response, ids, finish, bool(reasoning), body, record)
+            return
         if reasoning:
             reasoning_content, content = generation.split_reasoning(ids)
         else:
             reasoning_content, content = None, generation.detokenize(ids).strip() or None
         message = {"role": "assistant", "content": content, "reasoning_content": reasoning_content, "tool_calls": None}
-        response = self.openai_envelope("chat.completion", prompt_tokens, len(ids), body)
         response["choices"] = [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish,
                                 "matched_stop": generation.EOS if finish == "stop" else None}]
-        if body.get("stream"):
-            delta = {"role": "assistant", "content": content, "reasoning_content": reasoning_content}
-            self.send_sse(response, "chat.completion.chunk", {"index": 0, "delta": delta, "finish_reason": finish})
-        else:
-            self.send_body(200, response)
+        self.paced(len(ids))
+        self.send_body(200, response)
+        record.update(tokens_sent=len(ids), completed=True)
 
     def completions(self):
-        body = self.read_json()
-        if body is None or not self.check_serving(body):
-            return
+        self.serve_openai(self.produce_completion)
+
+    def produce_completion(self, body, record):
         prompt = body.get("prompt")
         if isinstance(prompt, list):
             prompt = " ".join(str(part) for part in prompt)
@@ -881,14 +936,16 @@ class Handler(BaseHTTPRequestHandler):
         if result is None:
             return
         ids, finish = result
-        text = generation.detokenize(ids)
+        record.update(completion_tokens=len(ids), finish_reason=finish)
         response = self.openai_envelope("text_completion", prompt_tokens, len(ids), body)
-        response["choices"] = [{"index": 0, "text": text, "logprobs": None, "finish_reason": finish,
-                                "matched_stop": generation.EOS if finish == "stop" else None}]
         if body.get("stream"):
-            self.send_sse(response, "text_completion", {"index": 0, "text": text, "finish_reason": finish})
-        else:
-            self.send_body(200, response)
+            self.stream_completion(response, ids, finish, body, record)
+            return
+        response["choices"] = [{"index": 0, "text": generation.detokenize(ids), "logprobs": None,
+                                "finish_reason": finish, "matched_stop": generation.EOS if finish == "stop" else None}]
+        self.paced(len(ids))
+        self.send_body(200, response)
+        record.update(tokens_sent=len(ids), completed=True)
 
     def openai_envelope(self, obj, prompt_tokens, completion_tokens, body):
         # `model` echoes the request's (protocol.py:368-371: default "default"), whatever name it is.
@@ -896,12 +953,124 @@ class Handler(BaseHTTPRequestHandler):
                 "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                           "total_tokens": prompt_tokens + completion_tokens, "prompt_tokens_details": None}}
 
-    def send_sse(self, response, obj, choice):
-        """A one-chunk event stream (whole answer in one delta), then the usage-less [DONE] marker."""
-        chunk = {"id": response["id"], "object": obj, "created": response["created"], "model": response["model"],
-                 "choices": [choice]}
-        data = ("data: %s\n\ndata: [DONE]\n\n" % json.dumps(chunk)).encode()
-        self.send_body(200, data, "text/event-stream; charset=utf-8")
+    # ---- server-sent events: one event per token, as 0.5.23 streams ------------------------------------------
+    def start_stream(self):
+        """starlette's StreamingResponse under uvicorn: chunked transfer, the access line when the response starts."""
+        self.send_response_only(200)
+        self.send_header("date", self.date_time_string())
+        self.send_header("server", "uvicorn")
+        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        if self.access_log:
+            self.access(200)
+
+    def send_event(self, text):
+        data = text.encode()
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def end_stream(self):
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+        if self.delivery_id is not None:
+            self.launcher.client.delivered(self.delivery_id)
+            self.delivery_id = None
+
+    def stream_events(self, ids, first, token_event, final, usage, record):
+        """The first event at once (after the prefill), each token's event after its decode step, the finish
+        event, the usage event when asked (stream_options.include_usage, entrypoints/openai/utils.py:250-264),
+        `data: [DONE]`."""
+        self.start_stream()
+        if first is not None:
+            self.send_event(sse(first))
+        for token in ids:
+            self.paced(1)
+            event = token_event(token)
+            if event is not None:
+                self.send_event(sse(event))
+            record["tokens_sent"] += 1
+        self.send_event(sse(final))
+        if usage is not None:
+            self.send_event(sse(usage))
+        self.send_event("data: [DONE]\n\n")
+        self.end_stream()
+        record["completed"] = True
+
+    def stream_chat(self, response, ids, finish, reasoning, body, record):
+        """0.5.23 entrypoints/openai/serving_chat.py:2441-2805 _generate_chat_stream: a first chunk with
+        role "assistant" and content "" (:2587-2600), one chunk per token delta (content, or reasoning_content
+        while thinking with a reasoning parser, :960-1050), a finish chunk with finish_reason and matched_stop
+        (:2667-2686), the usage chunk with `choices: []` when asked (:2767-2803), `data: [DONE]` (:2805). Chunks are
+        built like entrypoints/openai/sse_utils.py:52-100: a delta omits role/content when None but always has
+        reasoning_content; the chunk omits usage when None."""
+        head = {"id": response["id"], "object": "chat.completion.chunk", "created": response["created"],
+                "model": response["model"]}
+
+        def chunk(delta, finish_reason=None, matched_stop=None):
+            return dict(head, choices=[{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason,
+                                        "matched_stop": matched_stop}])
+
+        thinking = [reasoning and bool(ids) and ids[0] >= 1000]
+
+        def token_event(token):
+            if token == generation.THINK_END:
+                thinking[0] = False
+                return None
+            text = generation.token_text(token)
+            if not text:
+                return None
+            if thinking[0]:
+                return chunk({"reasoning_content": text})
+            return chunk({"reasoning_content": None, "content": text})
+
+        final = chunk({"reasoning_content": None}, finish, generation.EOS if finish == "stop" else None)
+        self.stream_events(ids, chunk({"reasoning_content": None, "role": "assistant", "content": ""}), token_event,
+                           final, self.usage_chunk(head, response, body), record)
+
+    def stream_completion(self, response, ids, finish, body, record):
+        """0.5.23 entrypoints/openai/serving_completions.py:370-500: one CompletionStreamResponse per token delta
+        (choices[0].text, finish_reason null), the last with the finish_reason, the usage chunk when asked, then
+        `data: [DONE]`."""
+        head = {"id": response["id"], "object": "text_completion", "created": response["created"],
+                "model": response["model"]}
+
+        def chunk(text, finish_reason=None, matched_stop=None):
+            return dict(head, choices=[{"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason,
+                                        "matched_stop": matched_stop}], usage=None)
+
+        def token_event(token):
+            text = generation.token_text(token)
+            return chunk(text) if text else None
+
+        final = chunk("", finish, generation.EOS if finish == "stop" else None)
+        self.stream_events(ids, None, token_event, final, self.usage_chunk(head, response, body), record)
+
+    @staticmethod
+    def usage_chunk(head, response, body):
+        options = body.get("stream_options") or {}
+        if not options.get("include_usage"):
+            return None
+        return dict(head, choices=[], usage=response["usage"])
+
+
+def sse(obj):
+    return "data: %s\n\n" % json.dumps(obj, separators=(",", ":"))
+
+
+def request_log(path, record):
+    """One JSON line per /v1 request (one write with O_APPEND), for tests: what was served when, in what state."""
+    if not path:
+        return
+    line = (json.dumps(record, sort_keys=True) + "\n").encode()
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError:
+        return
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
 
 
 class FollowerHandler(Handler):
