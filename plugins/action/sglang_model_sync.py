@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action plugin of llmops.sglang.sglang_model_sync: runs the module and shows its progress live, per host.
 
-The same mechanism as the waiter's (plugins/action/sglang_wait_ready.py, whose ProgressReader this reuses): a
+The same mechanism as the waiter's (plugins/action/sglang_wait_ready.py; both use plugins/plugin_utils/progress_reader.py): a
 thread reads the module's progress_file over a copy of the task's connection every few seconds and prints a plain
 line per host when module_utils/model_sync.SyncPrinter says one is due; the outcome's line the moment the module
 returns. Passed through untouched (no live lines): async tasks, check mode, become to an unprivileged user, a JSON
@@ -17,7 +17,7 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible.utils.vars import merge_hash
 
-from ansible_collections.llmops.sglang.plugins.action.sglang_wait_ready import ProgressReader, stdout_is_a_document
+from ansible_collections.llmops.sglang.plugins.plugin_utils.progress_reader import ProgressReader, stdout_is_a_document
 from ansible_collections.llmops.sglang.plugins.module_utils.model_sync import SyncPrinter, final_line
 
 display = Display()

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.llmops.sglang.plugins.action import sglang_wait_ready as action
+from ansible_collections.llmops.sglang.plugins.plugin_utils import progress_reader
 from ansible_collections.llmops.sglang.plugins.module_utils.progress_view import ProgressPrinter
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_signatures import phase_label
 from ansible_collections.llmops.sglang.tests.unit.plugins.module_utils.test_probe import FakeServer
@@ -77,7 +78,7 @@ def write_status(path, phases, elapsed, done=False):
 def test_reader_prints_each_new_phase_and_nothing_after_stop(tmp_path, shown):
     path = tmp_path / 'progress.json'
     connection = ShellConnection()
-    reader = action.ProgressReader(connection, str(path), ProgressPrinter('gpu-01'), every=0.05)
+    reader = progress_reader.ProgressReader(connection, str(path), ProgressPrinter('gpu-01'), every=0.05)
     reader.start()
     try:
         assert wait_until(lambda: reader.reads >= 2), 'the reader never read'
@@ -108,7 +109,7 @@ def test_reader_survives_garbage_and_failing_reads(tmp_path, shown):
                 raise OSError('connection reset')
             return super(Flaky, self).exec_command(cmd, in_data, sudoable)
 
-    reader = action.ProgressReader(Flaky(), str(path), ProgressPrinter('gpu-01'), every=0.05)
+    reader = progress_reader.ProgressReader(Flaky(), str(path), ProgressPrinter('gpu-01'), every=0.05)
     reader.start()
     try:
         assert wait_until(lambda: reader.reads >= 2)
@@ -124,7 +125,7 @@ def test_reader_survives_garbage_and_failing_reads(tmp_path, shown):
                                            ('ansible.posix.jsonl', True)])
 def test_no_lines_into_a_json_stdout(monkeypatch, name, document):
     monkeypatch.setenv('ANSIBLE_STDOUT_CALLBACK', name)
-    assert action.stdout_is_a_document() is document
+    assert progress_reader.stdout_is_a_document() is document
 
 
 # ------------------------------------------------------------------ end to end, ad hoc on localhost
