@@ -198,6 +198,12 @@ def server_problems(values, reserved=None, group_hosts=None, inventory_hostname=
         if dist_port is not None and dist_port == _integer(get('sglang_port')):
             problems.add('sglang_dist_init_port', get('sglang_dist_init_port'), 'must differ from sglang_port')
 
+    routers = get('sglang_router_hosts', [])
+    _string_list(problems, 'sglang_router_hosts', routers, 'inventory host names of the routers')
+    if isinstance(routers, list) and routers and host in _LOOPBACK:
+        problems.add('sglang_host', host, 'behind routers (sglang_router_hosts=%r) the server must listen on an address '
+                                          'the routers reach (e.g. 0.0.0.0), not loopback' % (routers,))
+
     # Flags: the same code that renders them (server_args.build_argv) judges them, reserved names included.
     server_args = get('sglang_server_args', {})
     extra_args = get('sglang_extra_args', [])

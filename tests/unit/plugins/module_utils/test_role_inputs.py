@@ -121,6 +121,15 @@ def test_multinode_rules():
         "sglang_multinode_group='nope': expected the name of an inventory group"]
 
 
+def test_behind_routers_the_server_must_not_listen_on_loopback():
+    found = problems(sglang_router_hosts=['router-01'], sglang_host='127.0.0.1')
+    assert found == ["sglang_host='127.0.0.1': behind routers (sglang_router_hosts=['router-01']) the server must listen "
+                     "on an address the routers reach (e.g. 0.0.0.0), not loopback"]
+    assert problems(sglang_router_hosts=['router-01'], sglang_host='0.0.0.0') == []
+    assert problems(sglang_router_hosts=[], sglang_host='127.0.0.1') == []
+    assert [p.split('=', 1)[0] for p in problems(sglang_router_hosts='router-01')] == ['sglang_router_hosts']
+
+
 def test_api_key_needs_a_python_m_launcher():
     found = problems(sglang_api_key='k', sglang_launcher=['/opt/v/bin/sglang', 'serve'])
     assert len(found) == 1 and found[0].startswith('sglang_launcher=') and '[python, -m, module]' in found[0]
