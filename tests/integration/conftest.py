@@ -21,6 +21,7 @@ Without root or systemd-nspawn the tests that use these fixtures are skipped, un
 
 from __future__ import absolute_import, division, print_function
 
+import atexit
 import json
 import os
 import shlex
@@ -28,6 +29,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -78,6 +80,28 @@ def venv_tool(name):
     if found is None:
         pytest.fail("%s not found next to %s nor on PATH" % (name, sys.executable), pytrace=False)
     return found
+
+
+_LOCAL_GROUPS = []
+
+
+def local_groups_inventory():
+    """inventories/local without its hosts.yml: the k26_servers group (k26.yml) and the fleet's group_vars.
+
+    For a private fleet, whose own hosts.yml the Fleet passes with -i: `-i inventories/local` would also load the
+    shared fleet's generated hosts.yml when that fleet is up (the integration groups run side by side), and its
+    local_fleet vars (the shared fleet's ssh key) would override the private fleet's. Made once per pytest process.
+    """
+    if not _LOCAL_GROUPS:
+        root = Path(tempfile.mkdtemp(prefix='llmops-local-groups-'))
+        atexit.register(shutil.rmtree, str(root), True)
+        source = REPO_ROOT / 'inventories' / 'local'
+        (root / 'group_vars').mkdir()
+        os.symlink(str(source / 'k26.yml'), str(root / 'k26.yml'))
+        for item in sorted((source / 'group_vars').iterdir()):
+            os.symlink(str(item), str(root / 'group_vars' / item.name))
+        _LOCAL_GROUPS.append(str(root))
+    return _LOCAL_GROUPS[0]
 
 
 class AnsibleResult(str):

@@ -14,6 +14,7 @@ import re
 
 import pytest
 
+from conftest import local_groups_inventory
 from fleet.client import LOGIN_USER
 
 NAME = 'sglang-become'
@@ -40,7 +41,7 @@ def deploy(fleet, host, inventory, check=False, **extra):
                   'k26_instances': [{'name': NAME, 'port': PORT}]}
     extra_vars.update(extra)
     return fleet.playbook('playbooks/deploy_k26.yml', extra_vars, check=check,
-                          extra_args=['-i', 'inventories/local', '-i', inventory])
+                          extra_args=['-i', local_groups_inventory(), '-i', inventory])
 
 
 def changed(output, host):

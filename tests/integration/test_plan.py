@@ -13,6 +13,8 @@ import re
 
 import pytest
 
+from conftest import local_groups_inventory
+
 UNIT = 'sglang-k26.service'
 ENV_FILE = '/etc/sglang/sglang-k26.env'
 TEST_ENV = {'SGLANG_STANDIN_PACE': '0.02', 'SGLANG_STANDIN_GPU': 'rtx_pro_6000', 'SGLANG_STANDIN_STATE_DIR': '/var/lib/sglang/sglang-k26'}
@@ -23,7 +25,7 @@ def deploy(fleet, inventory, *args, **extra_vars):
     """deploy_k26.yml on the three hosts (a larger session fleet has more: they are not part of these tests)."""
     extra = {'sglang_env': TEST_ENV, 'k26_hosts': ','.join(h.name for h in fleet.hosts[:3])}
     extra.update(extra_vars)
-    return fleet.playbook('playbooks/deploy_k26.yml', extra, extra_args=['-i', 'inventories/local', '-i', inventory] + list(args))
+    return fleet.playbook('playbooks/deploy_k26.yml', extra, extra_args=['-i', local_groups_inventory(), '-i', inventory] + list(args))
 
 
 def invocation(fleet, host):
@@ -68,7 +70,7 @@ def plan_fleet(fleet, tmp_path_factory):
         '            %s: {}\n            %s: {}\n          vars:\n            sglang_multinode_group: plan_tp16\n'
         '            sglang_tp_size: 16\n            sglang_host: 0.0.0.0\n' % (rank0.name, rank1.name))
     result = fleet.playbook('tests/fleet/demo_prepare.yml', {'sglang_env': TEST_ENV, 'k26_hosts': ','.join(h.name for h in fleet.hosts[:3])},
-                            extra_args=['-i', 'inventories/local'])
+                            extra_args=['-i', local_groups_inventory()])
     assert result.rc == 0, result
     result = deploy(fleet, str(inventory))
     assert result.rc == 0, result
