@@ -49,7 +49,7 @@ class ShellConnection(object):
         return done.returncode, done.stdout, done.stderr
 
 
-def wait_until(predicate, timeout=20.0):
+def wait_until(predicate, timeout=120.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
@@ -152,7 +152,7 @@ def adhoc(server, *extra, **module_args):
     command = [str(Path(sys.executable).parent / 'ansible'), 'localhost', '-c', 'local', '-i', 'localhost,',
                '-e', 'ansible_python_interpreter=%s' % sys.executable,
                '-m', 'llmops.sglang.sglang_wait_ready', '-a', json.dumps(args)] + list(extra)
-    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=str(REPO_ROOT), timeout=180,
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=str(REPO_ROOT), timeout=600,
                           stdin=subprocess.DEVNULL, check=False)
     return done
 

@@ -33,7 +33,7 @@ def env():
                 ANSIBLE_PYTHON_INTERPRETER=sys.executable)
 
 
-def adhoc(args, timeout=120):
+def adhoc(args, timeout=600):
     done = subprocess.run([str(BIN / 'ansible'), 'localhost', '-c', 'local', '-o', '-m', 'llmops.sglang.sglang_host_lock',
                            '-a', json.dumps(args)], capture_output=True, text=True, env=env(), timeout=timeout, check=False)
     return done.returncode, json.loads(done.stdout.split(' => ', 1)[1])
@@ -47,7 +47,7 @@ def start_holder(tmp_path):
     proc = subprocess.Popen([str(BIN / 'ansible-playbook'), '-i', 'localhost,', '-c', 'local', str(book)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env(), start_new_session=True)
     # The moment the holder has the lock, read from the lock itself (a bounded poll, not a timed assertion).
-    for dummy in range(600):
+    for dummy in range(6000):
         if lock.exists() and lock.read_text().strip() not in ('', '{}'):
             return proc, lock, go
         if proc.poll() is not None:
@@ -75,8 +75,8 @@ def test_second_run_is_refused_naming_the_first_then_waits_for_it(tmp_path):
                                    'llmops.sglang.sglang_host_lock', '-a', json.dumps({'path': str(lock), 'wait': 120})],
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env())
         go.touch()
-        assert proc.wait(timeout=120) == 0, proc.communicate()[0]
-        out = waiter.communicate(timeout=150)[0]
+        assert proc.wait(timeout=600) == 0, proc.communicate()[0]
+        out = waiter.communicate(timeout=650)[0]
         assert waiter.returncode == 0, out
         assert json.loads(out.split(' => ', 1)[1])['locked'] is True
         assert read(lock)['pid'] == waiter.pid
@@ -108,5 +108,5 @@ def test_release_leaves_another_runs_lock_alone(tmp_path):
         assert read(lock)['pid'] == proc.pid
     finally:
         go.touch()
-        proc.wait(timeout=120)
+        proc.wait(timeout=600)
     assert read(lock) == {}

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[4]
 ANSIBLE = Path(sys.executable).parent / 'ansible'
 
 
-def adhoc(module_args, env=None, timeout=60):
+def adhoc(module_args, env=None, timeout=600):
     """`ansible localhost -m llmops.sglang.sglang_info -a ARGS -o` -> the module's result."""
     full_env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / '.build' / 'collections'), ANSIBLE_LOCALHOST_WARNING='0',
                     ANSIBLE_INVENTORY_UNPARSED_WARNING='0',

@@ -20,7 +20,7 @@ def observe(module_args):
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / '.build' / 'collections'), ANSIBLE_LOCALHOST_WARNING='0',
                ANSIBLE_INVENTORY_UNPARSED_WARNING='0', ANSIBLE_PYTHON_INTERPRETER=sys.executable)
     done = subprocess.run([str(ANSIBLE), 'localhost', '-c', 'local', '-m', 'llmops.sglang.sglang_observe', '-o',
-                           '-a', json.dumps(module_args)], capture_output=True, text=True, env=env, timeout=120,
+                           '-a', json.dumps(module_args)], capture_output=True, text=True, env=env, timeout=600,
                           check=False, cwd=str(ROOT))
     assert done.returncode == 0, done.stdout + done.stderr
     return json.loads(done.stdout.split(' => ', 1)[1])
@@ -63,5 +63,5 @@ def test_a_malformed_instance_is_refused_naming_it():
                ANSIBLE_INVENTORY_UNPARSED_WARNING='0', ANSIBLE_PYTHON_INTERPRETER=sys.executable)
     done = subprocess.run([str(ANSIBLE), 'localhost', '-c', 'local', '-m', 'llmops.sglang.sglang_observe', '-o',
                            '-a', json.dumps({'instances': [{'files': {}}]})], capture_output=True, text=True, env=env,
-                          timeout=120, check=False, cwd=str(ROOT))
+                          timeout=600, check=False, cwd=str(ROOT))
     assert done.returncode != 0 and 'instances[0]: expected a dict with unit' in done.stdout, done.stdout
