@@ -105,7 +105,7 @@ ee: setup ## write the execution environment's build context (.build/ee/context/
 	$(VENV)/bin/ansible-builder create -f execution-environment.yml -c .build/ee/context --output-filename Containerfile
 	@echo "Build it with: podman build -t llmops-sglang-ee .build/ee/context"
 
-integration: setup ## tests on local fleets of real systemd hosts, three groups at once (root; boots and removes them)
+integration: setup ## tests on local fleets of real systemd hosts, six groups at once (root; boots and removes them)
 	PATH=$(VENV)/bin:$$PATH PYTHON=$(VENV)/bin/python bash tests/integration/run_groups.sh
 
 fleet-up: setup ## boot N local systemd hosts (default 3) and write inventories/local/hosts.yml

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The integration tests in three groups at once, each on a fleet of its own (make integration; CI).
+# The integration tests in groups run side by side, each on a fleet of its own (make integration; CI).
 #
-# Most of a fleet test's time is a stand-in loading at its pace, so three groups on a 2-core machine take little
+# Most of a fleet test's time is a stand-in loading at its pace, so the groups side by side on a 2-core machine take little
 # more than the longest one. Group "default" keeps the shared fleet (inventories/local/hosts.yml, hosts gpu-*),
 # which test_rollout and test_progress address through inventories/local; the other groups boot their own
 # (LLMOPS_FLEET_STATE_DIR / LLMOPS_FLEET_PREFIX, tests/integration/conftest.py) and share nothing with it.
@@ -54,11 +54,12 @@ for row in "${GROUPS_TABLE[@]}"; do
   # shellcheck disable=SC2086  # files is a word list
   (
     if [ -n "$state" ]; then export LLMOPS_FLEET_STATE_DIR="$state" LLMOPS_FLEET_PREFIX="$prefix"; fi
-    # A group that hangs is stopped (SIGTERM: its fixtures still remove its fleet) so that its log gets printed.
+    # A group that hangs is stopped (SIGTERM: its fixtures still remove its fleet) so that its log gets printed; 75 min,
+    # inside CI's 90, as the groups share 2 cores with make static.
     # Its own --basetemp: pytest prunes all but the newest three /tmp/pytest-of-USER/pytest-N dirs, so pytest runs
     # started beside it (the other groups, make static's unit tests) would delete this one's tmp_path dirs mid-run.
     rm -rf "$LOGS/tmp-$name"
-    LLMOPS_REQUIRE_FLEET=1 exec timeout -k 60 "${GROUP_TIMEOUT:-2700}" "$PYTHON" -m pytest -q -p no:cacheprovider \
+    LLMOPS_REQUIRE_FLEET=1 exec timeout -k 60 "${GROUP_TIMEOUT:-4500}" "$PYTHON" -m pytest -q -p no:cacheprovider \
       --basetemp "$LOGS/tmp-$name" $files "$@"
   ) >"$LOGS/$name.log" 2>&1 &
   pids+=($!)

@@ -9,6 +9,8 @@ import json
 
 import pytest
 
+from conftest import local_groups_inventory
+
 UNIT = 'sglang-k26.service'
 # Fast loads for tests; the GPU stand-in settings of group_vars/local_fleet.yml, which extra vars replace whole.
 TEST_ENV = {'SGLANG_STANDIN_PACE': '0.02', 'SGLANG_STANDIN_GPU': 'rtx_pro_6000', 'SGLANG_STANDIN_STATE_DIR': '/var/lib/sglang/sglang-k26'}
@@ -17,10 +19,10 @@ GOOD_ARGS = {'attention-backend': 'triton', 'mem-fraction-static': 0.9, 'trust-r
 
 
 def k26(fleet, playbook, check_rc=True, **extra_vars):
-    """Run a playbook of the collection against the local inventory (hosts.yml + k26.yml + group_vars)."""
+    """Run a playbook of the collection against the fleet (its hosts.yml + inventories/local's k26.yml + group_vars)."""
     extra = {'sglang_env': TEST_ENV}
     extra.update(extra_vars)
-    result = fleet.playbook(playbook, extra, extra_args=['-i', 'inventories/local'])
+    result = fleet.playbook(playbook, extra, extra_args=['-i', local_groups_inventory()])
     if check_rc:
         assert result.rc == 0, result
     return result
@@ -99,11 +101,21 @@ def test_canary_failure_stops_the_rollout_before_other_hosts(deployed):
         assert [l for l in report.splitlines() if l.strip().startswith(host.name + ' ') and 'not reached' in l], report
 
 
+def rollout_play(output):
+    """The output of deploy_k26.yml's serialized play (its batches), without the plan pass and the final report."""
+    parts = output.split('PLAY [Roll out the restarts of Kimi K2.6]')
+    return ''.join(part.split('\nPLAY [')[0] for part in parts[1:])
+
+
 def assert_untouched(fleet, others, before, result):
-    """The other hosts were never touched: same process, same unit file, not in the play's recap."""
+    """The other hosts were never touched: same process, same unit file, never in a batch of the rollout play (the
+    plan pass before it reads every host and changes nothing: changed=0 in the recap)."""
+    batches = rollout_play(result.stdout)
+    recap = result.stdout.split('PLAY RECAP')[-1].splitlines()
     for host in others:
         assert unit_state(fleet, host) == before[host.name]
-        assert '%s ' % host.name not in [l[:len(host.name) + 1] for l in result.stdout.split('PLAY RECAP')[-1].splitlines()]
+        assert '[%s]' % host.name not in batches and '[%s ->' % host.name not in batches, batches
+        assert [l for l in recap if l.startswith(host.name + ' ') and ' changed=0 ' in l], recap
 
 
 def test_rolling_restart_keeps_at_most_one_batch_down(deployed):
