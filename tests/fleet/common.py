@@ -103,6 +103,28 @@ def ensure_tools():
     run(["apt-get", "install", "-y", "-q", "--no-install-recommends"] + missing, capture=True, env=env)
 
 
+# Every booted host's systemd, journald and logind take inotify instances (about 7 a host), all counted against
+# root's limit in the machine's user namespace, which every fleet on the machine shares: the kernel default (128)
+# runs out at about 18 hosts (CI boots six groups side by side), and a host then fails to boot ("Too many open files").
+INOTIFY_INSTANCES = Path("/proc/sys/fs/inotify/max_user_instances")
+INOTIFY_WANTED = 1024
+
+
+def ensure_inotify_instances():
+    try:
+        current = int(INOTIFY_INSTANCES.read_text().strip())
+    except (OSError, ValueError):
+        return
+    if current >= INOTIFY_WANTED:
+        return
+    try:
+        INOTIFY_INSTANCES.write_text("%d\n" % INOTIFY_WANTED)
+        log("raised fs.inotify.max_user_instances from %d to %d (each fleet host takes about 7)" % (current, INOTIFY_WANTED))
+    except OSError as exc:
+        log("fs.inotify.max_user_instances is %d and cannot be raised (%s): more than about %d hosts on this machine "
+            "will not boot" % (current, exc, current // 7))
+
+
 def require_root():
     if os.geteuid() != 0:
         raise FleetError("must run as root (it makes network namespaces, mounts and cgroups)")

@@ -13,7 +13,8 @@ import signal
 import time
 from pathlib import Path
 
-from .common import FleetError, NET_LOCK, STATE_ENTRIES, SUBNET_PREFIX, ensure_tools, file_lock, log, parallel, run
+from .common import (FleetError, NET_LOCK, STATE_ENTRIES, SUBNET_PREFIX, ensure_inotify_instances, ensure_tools, file_lock, log,
+                     parallel, run)
 from .hosts import check_addresses_free, make_key, prepare_host, remove_fleet_route, start_host, wait_ready
 from .image import ensure_base_image
 from .inventory import remove_inventory, write_inventory
@@ -59,6 +60,7 @@ def bring_up(fleet, args):
     timings = {}
     started = time.monotonic()
     ensure_tools()
+    ensure_inotify_instances()
     fleet.cache_dir.mkdir(parents=True, exist_ok=True)
     base = ensure_base_image(fleet.cache_dir)
     timings["image"] = time.monotonic() - started
