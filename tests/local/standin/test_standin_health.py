@@ -14,7 +14,7 @@ import pytest
 from standin_helpers import WAIT
 from sglang_standin import model_dir
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "..", "plugins", "module_utils", "fixtures", "nvidia-smi", "h200-full")
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "unit", "plugins", "module_utils", "fixtures", "nvidia-smi", "h200-full")
 
 
 def shard(path, tensors=(("a", 16), ("b", 8)), cut=0, extra=b""):

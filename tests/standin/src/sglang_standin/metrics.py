@@ -120,11 +120,15 @@ class Metrics(object):
             self._inc("sglang:http_requests", {"endpoint": endpoint, "method": method})
             self.active[(endpoint, method)] = self.active.get((endpoint, method), 0) + 1
 
-    def request_ended(self, endpoint, method, status):
+    def response_started(self, endpoint, method, status):
+        """Counted when the response starts (SGLang's middleware counts once call_next returned the response, before
+        its body is sent), so a client's next scrape sees it."""
+        with self.lock:
+            self._inc("sglang:http_responses", {"endpoint": endpoint, "method": method, "status_code": str(status)})
+
+    def request_ended(self, endpoint, method):
         with self.lock:
             self.active[(endpoint, method)] -= 1
-            if status is not None:
-                self._inc("sglang:http_responses", {"endpoint": endpoint, "method": method, "status_code": str(status)})
 
     def generation_started(self, tokens):
         with self.lock:
@@ -236,17 +240,21 @@ def instrument(handler_cls):
             metrics = registry(self)
             metrics.request_started(endpoint, self.command)
             self._metrics_status = None
+            self._metrics_endpoint = endpoint
             self._metrics_stream = False
             try:
                 return original(self)
             finally:
-                metrics.request_ended(endpoint, self.command, self._metrics_status)
+                self._metrics_endpoint = None
+                metrics.request_ended(endpoint, self.command)
         setattr(handler_cls, method_name, wrapped)
 
     original_access = handler_cls.access
 
     def access(self, status):
         self._metrics_status = status
+        if getattr(self, "_metrics_endpoint", None) is not None:
+            registry(self).response_started(self._metrics_endpoint, self.command, status)
         return original_access(self, status)
 
     original_read_json = handler_cls.read_json
