@@ -35,12 +35,15 @@ def _include_role_task(tasks):
 
 
 def render_playbook():
-    """deploy_k26.yml's play and include_role task, aimed at render/render.yml."""
+    """deploy_k26.yml's first play that includes the role, and that include_role task, aimed at render/render.yml."""
     with open(DEPLOY) as handle:
-        play = yaml.safe_load(handle)[0]
-    task = _include_role_task(play['tasks'])
-    if task is None:
+        plays = yaml.safe_load(handle)
+    # The first play that includes the role: the plan pass (an import_playbook of the routers comes before it).
+    found = [(play, _include_role_task(play['tasks'])) for play in plays if play.get('tasks')]
+    found = [(play, task) for play, task in found if task is not None]
+    if not found:
         raise RuntimeError('%s has no include_role of llmops.sglang.server' % DEPLOY)
+    play, task = found[0]
     render = {
         'name': 'Render each instance as deploy_k26.yml would deploy it',
         'ansible.builtin.include_tasks': os.path.join(HERE, 'render', 'render.yml'),
