@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: sglang_observe
 short_description: Everything the rollout plan needs about a host's SGLang instances, in one read-only call
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - The observation half of the plan pass of C(playbooks/deploy_k26.yml). For each instance, the SHA-1 digest of
     each of its files (unit, environment, secrets, launcher shim; no content is returned), the unit's state and its
