@@ -24,6 +24,7 @@ display = Display()
 
 MODULE = 'llmops.sglang.sglang_model_sync'
 
+
 class ActionModule(ActionBase):
 
     _supports_check_mode = True

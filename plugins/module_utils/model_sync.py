@@ -138,7 +138,7 @@ def progress_line(host, status):
     """One plain line per host, like the waiter's: `gpu-02  model sync  from gpu-01  1.2 GiB/4.0 GiB  310.0 MiB/s  ETA 9s`."""
     source = status.get('source') or 'mirror'
     text = '%s  model sync  from %s  %s/%s' % (host, source, human_bytes(status.get('done', 0)),
-                                              human_bytes(status.get('total', 0)))
+                                               human_bytes(status.get('total', 0)))
     if status.get('state') == 'waiting':
         return '%s  model sync  waiting for %s to finish (wave %s)' % (host, source, status.get('wave'))
     if status.get('state') == 'verifying':

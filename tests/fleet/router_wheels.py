@@ -52,4 +52,3 @@ def add_to_mirror(mirror_root, cache_dir=DEFAULT_CACHE_DIR):
         except OSError:
             shutil.copy2(wheel, target)
     return sorted(w.name for w in source.glob("*.whl"))
-

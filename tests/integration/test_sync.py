@@ -20,7 +20,6 @@ import hashlib
 import json
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -147,7 +146,7 @@ def polls(fleet, host):
 
 
 def test_three_hosts_one_mirror_peers_serve_an_interrupted_transfer_resumes(fleet, serving, mirror, checkpoint,
-                                                                          tmp_path):
+                                                                            tmp_path):
     hosts, venv = serving
     first = hosts[0]
     _directory, manifest = checkpoint

@@ -183,7 +183,8 @@ def test_a_model_source_with_a_full_manifest_is_valid():
     ({'version': 'v', 'mirror': 'http://m/'}, {'a': {'size': 3}}, "sglang_model_manifest['a'] needs both size and sha256"),
 ])
 def test_bad_model_source_is_named(source, manifest, fragment):
-    values = dict(SYNC, sglang_model_source=source)
+    values = dict(SYNC)
+    values['sglang_model_source'] = source
     if manifest is not None:
         values['sglang_model_manifest'] = manifest
     found = problems(**values)
