@@ -263,7 +263,8 @@ def fetch_http(params, name, path, offset, progress):
     headers = {'Range': 'bytes=%d-' % offset} if offset else {}
     try:
         response = open_url(url, headers=headers, timeout=params['timeout'])
-    except Exception as exc:  # pylint: disable=broad-except -- urllib's errors have no common base
+    # urllib's errors have no common base
+    except Exception as exc:  # pylint: disable=broad-except
         raise TransferError('GET %s: %s' % (url, exc))
     if offset and response.getcode() != 206:
         offset = 0  # the server ignored the Range: start over
@@ -271,7 +272,8 @@ def fetch_http(params, name, path, offset, progress):
     try:
         with open(path, 'ab' if offset else 'wb') as handle:
             count = copy_stream(response.read, handle, progress)
-    except Exception as exc:  # pylint: disable=broad-except -- a reset connection, a timeout
+    # a reset connection, a timeout
+    except Exception as exc:  # pylint: disable=broad-except
         raise TransferError('GET %s: interrupted: %s' % (url, exc))
     return count
 
