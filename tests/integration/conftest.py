@@ -11,6 +11,8 @@ fleet          session: the shared fleet (size LLMOPS_FLEET_SIZE, default 3). Bo
 standin_venv   function: standin_venv(host, compressed_tensors=the pin) makes /opt/sglang/venv on the host with
                the SGLang stand-in and that compressed-tensors from the host's mirror (pip --no-index --no-deps);
                returns the venv path.
+standin_host   function: (host, units) - the shared fleet's first host with the stand-in venv and a K2.6-shaped
+               checkpoint; every unit name a test appends to `units` is stopped and removed afterwards.
 private_fleet  function: private_fleet(count=1, standin=False) boots a fleet of its own (own state dir, prefix
                pfPPPPPx, free addresses picked by fleet.py) and removes it after the test; for tests that change
                hosts beyond repair or test the fleet tool itself.
@@ -41,10 +43,10 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT / "tests") not in sys.path:
     sys.path.insert(0, str(REPO_ROOT / "tests"))
 from fleet import client as fleet_client  # noqa: E402  pylint: disable=wrong-import-position
+from server_helpers import VENV as STANDIN_VENV, make_model  # noqa: E402  pylint: disable=wrong-import-position
 
 FleetHost = fleet_client.FleetHost
 COLLECTIONS_PATH = REPO_ROOT / ".build" / "collections"
-STANDIN_VENV = "/opt/sglang/venv"
 DEFAULT_COMPRESSED_TENSORS = fleet_client.PINS["compressed-tensors"]  # what sglang 0.5.23 pins (0.18.0)
 
 
@@ -246,6 +248,20 @@ def standin_venv(fleet, _standin_installed):  # pylint: disable=redefined-outer-
         _standin_installed.add(key)
         return STANDIN_VENV
     return install
+
+
+@pytest.fixture
+def standin_host(fleet, standin_venv):  # pylint: disable=redefined-outer-name
+    """gpu-01 with the stand-in venv, a fake K2.6 checkpoint, and no unit left behind afterwards."""
+    target = fleet.hosts[0]
+    standin_venv(target)
+    make_model(fleet, target)
+    units = []
+    yield target, units
+    for unit in units:
+        fleet.run(target, 'systemctl stop {0}.service; systemctl reset-failed {0}.service; '
+                          'rm -rf /etc/systemd/system/{0}.service /etc/sglang/{0}.env /etc/sglang/{0}.secrets.env '
+                          '/var/lib/sglang/{0}; systemctl daemon-reload'.format(shlex.quote(unit)))
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from conftest import COLLECTIONS_PATH, REPO_ROOT, venv_tool
-from test_server_role import MODEL, PLAYBOOK, role_vars
+from server_helpers import MODEL, PLAYBOOK, VENV, make_model, role_vars
 
 
 def flat(text):
@@ -70,8 +70,7 @@ def test_a_good_input_passes_the_same_check():
 def target(fleet, standin_venv):
     host = fleet.hosts[0]
     standin_venv(host)
-    fleet.run(host, ['/opt/sglang/venv/bin/python', '-m', 'sglang_standin.make_model', MODEL, '--arch', 'kimi_k2',
-                     '--quant', 'nvfp4-pack-quantized', '--shards', '4'], check=True)
+    make_model(fleet, host)
     names = ['sglang-b1', 'sglang-b2a', 'sglang-b2b']
     yield host
     for name in names:
@@ -98,7 +97,7 @@ def test_api_key_with_a_line_break_changes_no_file(fleet, target):
 def test_two_instances_on_one_port_are_refused_before_the_first_is_deployed(fleet, target):
     instances = [{'name': 'sglang-b2a', 'port': 30112}, {'name': 'sglang-b2b', 'port': 30112}]
     result = fleet.playbook('playbooks/deploy_k26.yml', {'k26_hosts': target.name, 'k26_instances': instances,
-                                                         'sglang_model_path': MODEL, 'sglang_venv': '/opt/sglang/venv'})
+                                                         'sglang_model_path': MODEL, 'sglang_venv': VENV})
     assert result.rc != 0
     assert ('k26_instances[1].port=30112: is also the port of k26_instances[0] (sglang-b2a); each instance on a host '
             'needs its own port') in flat(result.stdout), result
@@ -110,7 +109,7 @@ def test_a_bad_second_instance_is_refused_before_the_first_is_deployed(fleet, ta
     instances = [{'name': 'sglang-b2a', 'port': 30113},
                  {'name': 'sglang-b2b', 'port': 30114, 'extra_args': ['--model-path', '/etc']}]
     result = fleet.playbook('playbooks/deploy_k26.yml', {'k26_hosts': target.name, 'k26_instances': instances,
-                                                         'sglang_model_path': MODEL, 'sglang_venv': '/opt/sglang/venv'})
+                                                         'sglang_model_path': MODEL, 'sglang_venv': VENV})
     assert result.rc != 0
     assert 'sglang_extra_args[0]: --model-path is set by sglang_model_path' in flat(result.stdout), result
     fleet.run(target, 'test ! -e /etc/systemd/system/sglang-b2a.service', check=True)

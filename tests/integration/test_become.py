@@ -10,18 +10,16 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import re
-
 import pytest
 
 from conftest import local_groups_inventory
 from fleet.client import LOGIN_USER
+from server_helpers import make_model, recap
 
 NAME = 'sglang-become'
 UNIT = NAME + '.service'
 PORT = 30011
 MODEL = '/models/become'
-VENV = '/opt/sglang/venv'
 TEST_ENV = {'SGLANG_STANDIN_PACE': '0.02', 'SGLANG_STANDIN_GPU': 'rtx_pro_6000',
             'SGLANG_STANDIN_STATE_DIR': '/var/lib/sglang/' + NAME}
 FILES = '/etc/systemd/system/%s /etc/sglang/%s.env' % (UNIT, NAME)
@@ -42,12 +40,6 @@ def deploy(fleet, host, inventory, check=False, **extra):
     extra_vars.update(extra)
     return fleet.playbook('playbooks/deploy_k26.yml', extra_vars, check=check,
                           extra_args=['-i', local_groups_inventory(), '-i', inventory])
-
-
-def changed(output, host):
-    found = re.search(r'^%s\s+: ok=\d+\s+changed=(\d+)\s+unreachable=0\s+failed=(\d+)' % re.escape(host.name), output, re.M)
-    assert found, output
-    return int(found.group(1)), int(found.group(2))
 
 
 def host_clock(fleet, host):
@@ -78,13 +70,12 @@ def host(fleet):
 
 def test_with_become_it_deploys_then_changes_nothing(fleet, host, standin_venv, tmp_path):
     standin_venv(host)
-    fleet.run(host, [VENV + '/bin/python', '-m', 'sglang_standin.make_model', MODEL, '--arch', 'kimi_k2',
-                     '--quant', 'nvfp4-pack-quantized', '--shards', '4'], check=True)
+    make_model(fleet, host, MODEL)
     inventory = login_inventory(tmp_path, become=True)
     since = host_clock(fleet, host)
     first = deploy(fleet, host, inventory)
     assert first.rc == 0, first
-    assert changed(first.stdout, host)[0] > 0, first
+    assert recap(first, host.name)['changed'] > 0, first
     # The controller's live lines: the action plugin reads the progress file as the login user, without become.
     assert '%s  %s  READY after' % (host.name, NAME) in first.stdout, first
     assert fleet.run(host, 'systemctl is-active %s' % UNIT).stdout.strip() == 'active'
@@ -95,7 +86,8 @@ def test_with_become_it_deploys_then_changes_nothing(fleet, host, standin_venv, 
 
     again = deploy(fleet, host, inventory)
     assert again.rc == 0, again
-    assert changed(again.stdout, host) == (0, 0), again
+    stats = recap(again, host.name)
+    assert (stats['changed'], stats['failed'], stats['unreachable']) == (0, 0, 0), again
 
 
 @pytest.mark.parametrize('check', [False, True], ids=['run', 'check'])
@@ -106,6 +98,6 @@ def test_without_become_it_is_refused_before_any_change(fleet, host, tmp_path, c
     assert result.rc != 0, result
     words = ' '.join(result.stdout.split())
     assert REFUSAL in words and 'ansible_become: true' in words, result
-    assert changed(result.stdout, host)[1] == 1, result
+    assert recap(result, host.name)['failed'] == 1, result
     assert snapshot(fleet, host) == before
     assert sudo_by_login(fleet, host, since) == []

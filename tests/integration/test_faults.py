@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from test_server_role import MODEL, PLAYBOOK, VENV, completion, role_vars, unit_show
+from server_helpers import PLAYBOOK, SERVER_ARGS, VENV, completion, make_model, role_vars, unit_show
 
 from conftest import REPO_ROOT, venv_tool
 
@@ -87,6 +87,20 @@ class Faulty:
         """A JIT cache the server would have built (Triton's under HOME = the state directory)."""
         self.sh('install -d %s/.triton/cache && echo kernel > %s/.triton/cache/marker.so' % (self.state_dir, self.state_dir))
 
+    def first_deploy(self):
+        """The starting point of every fault: a verified configuration serving, with a JIT cache to keep."""
+        self.prepare_caches()
+        assert self.deploy().rc == 0
+
+    def start_loading(self, procs, **kwargs):
+        """A change started (kwargs: deploy's), returned once the new configuration is loading its weights: the moment
+        a fault during the wait strikes."""
+        proc = self.start(**kwargs)
+        procs.append(proc)
+        self.wait_on_host('the new configuration loading weights', lambda: self.start_count() >= 2
+                          and self.event_count('phase', 'weights') >= 2, proc)
+        return proc
+
     def assert_serves_verified(self):
         """The unit runs the last-known-good configuration, answers, and the state directory lost nothing."""
         show = unit_show(self.fleet, self.host, self.unit, 'ActiveState', 'SubState')
@@ -130,8 +144,7 @@ def faulty(fleet, standin_venv):
         owner = on or fleet
         target = owner.hosts[-1]
         standin_venv(target, on=owner)
-        owner.run(target, [VENV + '/bin/python', '-m', 'sglang_standin.make_model', MODEL, '--arch', 'kimi_k2',
-                           '--quant', 'nvfp4-pack-quantized', '--shards', '4'], check=True)
+        make_model(owner, target)
         unit = Faulty(owner, target, name, port)
         unit.cleanup()
         made.append(unit)
@@ -150,13 +163,9 @@ def test_controller_killed_during_the_wait_then_a_rerun_rolls_back(faulty):
     """Issue 12's first finding: the rerun used to skip the rollback because nothing changed in that run."""
     make, procs = faulty
     unit = make('sglang-f1', 30101)
-    unit.prepare_caches()
-    assert unit.deploy().rc == 0
+    unit.first_deploy()
     # A change that crashes in CUDA graph capture, slow enough to kill the controller while it waits.
-    proc = unit.start(fault=BAD_FAULT, pace='0.05')
-    procs.append(proc)
-    unit.wait_on_host('the new configuration loading weights', lambda: unit.start_count() >= 2
-                      and unit.event_count('phase', 'weights') >= 2, proc)
+    proc = unit.start_loading(procs, fault=BAD_FAULT, pace='0.05')
     kill_controller(proc)
     # The same command again: nothing changes in this run, and the unverified configuration is still not verified.
     rerun = unit.deploy(fault=BAD_FAULT, pace='0.05')
@@ -169,14 +178,9 @@ def test_controller_killed_during_the_wait_then_a_rerun_rolls_back(faulty):
 def test_controller_killed_during_the_wait_for_a_good_change_then_the_rerun_keeps_it(faulty):
     make, procs = faulty
     unit = make('sglang-f2', 30102)
-    unit.prepare_caches()
-    assert unit.deploy().rc == 0
-    changed = {'trust-remote-code': True, 'reasoning-parser': 'kimi_k2', 'tool-call-parser': 'kimi_k2',
-               'mem-fraction-static': 0.85}
-    proc = unit.start(pace='0.05', sglang_server_args=changed)
-    procs.append(proc)
-    unit.wait_on_host('the new configuration loading weights', lambda: unit.start_count() >= 2
-                      and unit.event_count('phase', 'weights') >= 2, proc)
+    unit.first_deploy()
+    changed = dict(SERVER_ARGS, **{'mem-fraction-static': 0.85})
+    proc = unit.start_loading(procs, pace='0.05', sglang_server_args=changed)
     kill_controller(proc)
     starts = unit.start_count()
     rerun = unit.deploy(pace='0.05', sglang_server_args=changed)
@@ -190,8 +194,7 @@ def test_controller_killed_during_the_wait_for_a_good_change_then_the_rerun_keep
 def test_controller_killed_during_the_restart(faulty):
     make, procs = faulty
     unit = make('sglang-f3', 30103)
-    unit.prepare_caches()
-    assert unit.deploy().rc == 0
+    unit.first_deploy()
     proc = unit.start(fault=BAD_FAULT)
     procs.append(proc)
     # The old server's drain begins: systemd is restarting the unit for the new configuration.
@@ -205,8 +208,7 @@ def test_controller_killed_during_the_restart(faulty):
 def test_controller_killed_during_the_pin_install(faulty):
     make, procs = faulty
     unit = make('sglang-f4', 30104)
-    unit.prepare_caches()
-    assert unit.deploy().rc == 0
+    unit.first_deploy()
     # An upgrade of compressed-tensors, through a package source that accepts connections and never answers: pip
     # is still fetching when the controller is killed (the moment: the black hole's first connection).
     unit.sh([VENV + '/bin/pip', 'install', '-q', '--no-deps', '--force-reinstall', 'compressed-tensors==0.8.1']
@@ -237,10 +239,8 @@ def test_controller_killed_during_the_pin_install(faulty):
 def test_a_second_concurrent_run_is_refused_naming_the_first(faulty):
     make, procs = faulty
     unit = make('sglang-f5', 30105)
-    unit.prepare_caches()
-    assert unit.deploy().rc == 0
-    changed = {'trust-remote-code': True, 'reasoning-parser': 'kimi_k2', 'tool-call-parser': 'kimi_k2',
-               'mem-fraction-static': 0.8}
+    unit.first_deploy()
+    changed = dict(SERVER_ARGS, **{'mem-fraction-static': 0.8})
     first = unit.start(pace='0.05', sglang_server_args=changed)
     procs.append(first)
     unit.wait_on_host('the first run waiting for its restart', lambda: unit.start_count() >= 2, first)
@@ -259,13 +259,11 @@ def test_the_state_directory_full_during_a_change(faulty):
     unit = make('sglang-f6', 30106)
     # The state directory on its own small filesystem (JIT caches, last-known-good copy).
     unit.sh('install -d {0} && mount -t tmpfs -o size=256k tmpfs {0}'.format(unit.state_dir))
-    unit.prepare_caches()
-    assert unit.deploy().rc == 0
+    unit.first_deploy()
     saved = unit.sh('cat %s/last-good/unit' % unit.state_dir).stdout
     unit.sh('dd if=/dev/zero of=%s/.triton/filler bs=4k 2>/dev/null; test "$(df --output=avail %s | tail -1)" -eq 0'
             % (unit.state_dir, unit.state_dir), check=False)
-    changed = {'trust-remote-code': True, 'reasoning-parser': 'kimi_k2', 'tool-call-parser': 'kimi_k2',
-               'mem-fraction-static': 0.8}
+    changed = dict(SERVER_ARGS, **{'mem-fraction-static': 0.8})
     full = unit.deploy(sglang_server_args=changed)
     assert full.rc != 0, full
     assert 'answers with the new configuration, but saving it as last known good' in flat(full.stdout), full
@@ -286,8 +284,7 @@ def test_the_state_directory_full_during_a_change(faulty):
 def test_the_config_directory_full_during_a_change(faulty):
     make, procs = faulty
     unit = make('sglang-f7', 30107)
-    unit.prepare_caches()
-    assert unit.deploy().rc == 0
+    unit.first_deploy()
     before = unit.sh('md5sum /etc/sglang/%s.env; systemctl show -p InvocationID %s' % (unit.name, unit.unit)).stdout
     # /etc/sglang on a full filesystem (the other units' files copied in, then filled).
     unit.sh('set -e; d=$(mktemp -d); cp -a /etc/sglang/. $d/; mount -t tmpfs -o size=64k tmpfs /etc/sglang; '
@@ -308,14 +305,9 @@ def test_the_config_directory_full_during_a_change(faulty):
 def test_the_ssh_connection_dropped_during_the_wait(faulty):
     make, procs = faulty
     unit = make('sglang-f8', 30108)
-    unit.prepare_caches()
-    assert unit.deploy().rc == 0
-    changed = {'trust-remote-code': True, 'reasoning-parser': 'kimi_k2', 'tool-call-parser': 'kimi_k2',
-               'mem-fraction-static': 0.8}
-    proc = unit.start(pace='0.05', sglang_server_args=changed)
-    procs.append(proc)
-    unit.wait_on_host('the new configuration loading weights', lambda: unit.start_count() >= 2
-                      and unit.event_count('phase', 'weights') >= 2, proc)
+    unit.first_deploy()
+    changed = dict(SERVER_ARGS, **{'mem-fraction-static': 0.8})
+    proc = unit.start_loading(procs, pace='0.05', sglang_server_args=changed)
     # Cut every SSH session of the controller on the host (its sshd children), as a network drop would.
     unit.sh('for p in $(pgrep -f "^sshd: root@"); do [ "$p" = "$PPID" ] || kill -9 "$p"; done', check=False)
     out = proc.communicate(timeout=900)[0]
@@ -333,14 +325,9 @@ def test_the_host_rebooted_during_the_load(faulty, private_fleet):
     break other tests' runs on a shared host."""
     make, procs = faulty
     unit = make('sglang-f9', 30109, on=private_fleet(count=1, standin=True))
-    unit.prepare_caches()
-    assert unit.deploy().rc == 0
-    changed = {'trust-remote-code': True, 'reasoning-parser': 'kimi_k2', 'tool-call-parser': 'kimi_k2',
-               'mem-fraction-static': 0.8}
-    proc = unit.start(pace='0.05', sglang_server_args=changed)
-    procs.append(proc)
-    unit.wait_on_host('the new configuration loading weights', lambda: unit.start_count() >= 2
-                      and unit.event_count('phase', 'weights') >= 2, proc)
+    unit.first_deploy()
+    changed = dict(SERVER_ARGS, **{'mem-fraction-static': 0.8})
+    proc = unit.start_loading(procs, pace='0.05', sglang_server_args=changed)
     unit.fleet.tool.checked('reboot', unit.host.name)
     out = proc.communicate(timeout=900)[0]
     assert proc.returncode != 0, out

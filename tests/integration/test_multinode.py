@@ -7,9 +7,9 @@ __metaclass__ = type
 
 import pytest
 
+from server_helpers import MODEL, make_model
+
 PLAYBOOK = 'tests/integration/playbooks/multinode.yml'
-MODEL = '/models/k26'
-VENV = '/opt/sglang/venv'
 UNIT = 'sglang-tp16'
 PORT = 30090
 FAULT_FILE = '/etc/sglang/standin-fault'
@@ -23,8 +23,7 @@ def group(fleet, standin_venv, tmp_path):
     ranks = fleet.hosts[-2:]
     for host in ranks:
         standin_venv(host)
-        fleet.run(host, [VENV + '/bin/python', '-m', 'sglang_standin.make_model', MODEL, '--arch', 'kimi_k2',
-                         '--quant', 'nvfp4-pack-quantized', '--shards', '4'], check=True)
+        make_model(fleet, host)
         fleet.run(host, 'mkdir -p /etc/sglang; rm -f %s' % FAULT_FILE, check=True)
     inventory = tmp_path / 'multinode.yml'
     inventory.write_text('all:\n  children:\n    multinode:\n      hosts:\n%s' % ''.join('        %s:\n' % h.name for h in ranks))

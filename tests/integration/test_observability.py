@@ -21,9 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from test_server_role import VENV, completion, role_vars
+from server_helpers import VENV, completion, role_vars
 # the stand-in host fixture
-from test_server_role import host  # noqa: F401  pylint: disable=unused-import
 
 SERVER_PLAYBOOK = 'tests/integration/playbooks/server_role.yml'
 MONITORING_PLAYBOOK = 'tests/integration/playbooks/monitoring.yml'
@@ -89,9 +88,9 @@ def dashboard_queries():
 
 
 @pytest.fixture
-def observed(fleet, host):
+def observed(fleet, standin_host):
     """The role's host with the stand-in deployed on 0.0.0.0 and Prometheus + node_exporter on it; cleaned up after."""
-    target, units = host
+    target, units = standin_host
     units.append(UNIT)
     # nvidia-smi of 8 GPUs whose memory follows the stand-in's schedulers (as tests/fleet/demo_prepare.yml does)
     script = '#!/bin/sh\nSGLANG_STANDIN_STATE_DIR=%s exec %s/bin/sglang-standin-nvidia-smi "$@"\n' % (STATE_DIR, VENV)

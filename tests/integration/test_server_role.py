@@ -13,78 +13,11 @@ import shlex
 
 import pytest
 
-PLAYBOOK = 'tests/integration/playbooks/server_role.yml'
-MODEL = '/models/k26'
-VENV = '/opt/sglang/venv'
-PACE = '0.01'  # a 600 GB load in about 4 s
-RECAP = re.compile(r'^(?P<host>\S+)\s*:\s*ok=(?P<ok>\d+)\s+changed=(?P<changed>\d+)\s+unreachable=(?P<unreachable>\d+)\s+'
-                   r'failed=(?P<failed>\d+)', re.M)
+from server_helpers import PACE, PLAYBOOK, VENV, completion, recap, role_vars, unit_show, venv_version
 
 
-def recap(result, host):
-    for match in RECAP.finditer(result.stdout):
-        if match.group('host') == host:
-            return dict((k, int(v)) for k, v in match.groupdict().items() if k != 'host')
-    raise AssertionError('no PLAY RECAP line for %s in\n%s' % (host, result))
-
-
-def role_vars(host, name, port, **overrides):
-    values = {
-        'target_hosts': host.name,
-        'sglang_service_name': name,
-        'sglang_port': port,
-        'sglang_model_path': MODEL,
-        'sglang_served_model_name': 'kimi-k2.6',
-        'sglang_tp_size': 8,
-        'sglang_user': 'root',
-        'sglang_group': 'root',
-        'sglang_server_args': {'trust-remote-code': True, 'tool-call-parser': 'kimi_k2', 'reasoning-parser': 'kimi_k2'},
-        'sglang_env': {'SGLANG_STANDIN_PACE': PACE},
-        'sglang_wait': {'timeout': 120, 'stall_timeout': 60},
-    }
-    values.update(overrides)
-    return values
-
-
-def unit_show(fleet, host, unit, *props):
-    out = fleet.run(host, ['systemctl', 'show', '-p', ','.join(props), unit], check=True).stdout
-    return dict(line.split('=', 1) for line in out.splitlines() if '=' in line)
-
-
-def venv_version(fleet, host, package):
-    out = fleet.run(host, [VENV + '/bin/python', '-c',
-                           'import importlib.metadata as m, sys\ntry: print(m.version(sys.argv[1]))\nexcept Exception: print("absent")',
-                           package], check=True).stdout
-    return out.strip()
-
-
-def completion(fleet, host, port, model='kimi-k2.6', api_key=None):
-    """A real chat completion from the host itself, as JSON (or the curl-less python equivalent)."""
-    script = ('import json, sys, urllib.request\n'
-              'req = urllib.request.Request("http://127.0.0.1:%d/v1/chat/completions", method="POST",\n'
-              '  data=json.dumps({"model": %r, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}).encode(),\n'
-              '  headers=dict([("Content-Type", "application/json")] + (%r and [("Authorization", "Bearer " + %r)] or [])))\n'
-              'print(urllib.request.urlopen(req, timeout=10).read().decode())\n') % (port, model, api_key or '', api_key or '')
-    return json.loads(fleet.run(host, ['python3', '-c', script], check=True).stdout)
-
-
-@pytest.fixture
-def host(fleet, standin_venv):
-    """gpu-01 with the stand-in venv, a fake K2.6 checkpoint, and no unit left behind afterwards."""
-    target = fleet.hosts[0]
-    standin_venv(target)
-    fleet.run(target, [VENV + '/bin/python', '-m', 'sglang_standin.make_model', MODEL, '--arch', 'kimi_k2',
-                       '--quant', 'nvfp4-pack-quantized', '--shards', '4'], check=True)
-    units = []
-    yield target, units
-    for unit in units:
-        fleet.run(target, 'systemctl stop {0}.service; systemctl reset-failed {0}.service; '
-                          'rm -rf /etc/systemd/system/{0}.service /etc/sglang/{0}.env /etc/sglang/{0}.secrets.env '
-                          '/var/lib/sglang/{0}; systemctl daemon-reload'.format(shlex.quote(unit)))
-
-
-def test_fresh_deploy_is_ready_and_second_run_changes_nothing(fleet, host):
-    target, units = host
+def test_fresh_deploy_is_ready_and_second_run_changes_nothing(fleet, standin_host):
+    target, units = standin_host
     units.append('sglang-t1')
     first = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t1', 30010))
     assert first.rc == 0, first
@@ -99,9 +32,9 @@ def test_fresh_deploy_is_ready_and_second_run_changes_nothing(fleet, host):
     assert unit_show(fleet, target, 'sglang-t1.service', 'InvocationID')['InvocationID'] == invocation['InvocationID']
 
 
-def test_the_seeds_failures_are_fixed_with_one_restart(fleet, host):
+def test_the_seeds_failures_are_fixed_with_one_restart(fleet, standin_host):
     """Old compressed-tensors and no Python headers: the unit fails as in the seeds, then the role fixes both."""
-    target, units = host
+    target, units = standin_host
     units.append('sglang-t2')
     fleet.run(target, 'apt-get purge -y -q python3-dev python3.11-dev libpython3.11-dev >/dev/null; '
                       'test ! -e /usr/include/python3.11/Python.h', check=True)
@@ -133,8 +66,8 @@ def test_the_seeds_failures_are_fixed_with_one_restart(fleet, host):
     assert invocations == '1', invocations
 
 
-def test_bad_change_rolls_back_and_old_config_serves(fleet, host):
-    target, units = host
+def test_bad_change_rolls_back_and_old_config_serves(fleet, standin_host):
+    target, units = standin_host
     units.append('sglang-t3')
     good = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t3', 30030))
     assert good.rc == 0, good
@@ -150,8 +83,8 @@ def test_bad_change_rolls_back_and_old_config_serves(fleet, host):
     assert completion(fleet, target, 30030)['choices']
 
 
-def test_two_instances_side_by_side(fleet, host):
-    target, units = host
+def test_two_instances_side_by_side(fleet, standin_host):
+    target, units = standin_host
     units.extend(['sglang-k26', 'sglang-k26-ddtree'])
     # Each on its own half of the 8 GPUs, as the preflight's GPU claim check requires of instances sharing a host;
     # B300s, since K2.6 at TP 4 needs about 149 GB of weights per GPU (an H200's 141 GB runs out at the load).
@@ -171,8 +104,8 @@ TRICKY = {
 }
 
 
-def test_tricky_argument_values_arrive_intact(fleet, host):
-    target, units = host
+def test_tricky_argument_values_arrive_intact(fleet, standin_host):
+    target, units = standin_host
     units.append('sglang-t5')
     server_args = {'trust-remote-code': True, 'reasoning-parser': 'kimi_k2'}
     server_args.update(TRICKY)
@@ -190,8 +123,8 @@ def test_tricky_argument_values_arrive_intact(fleet, host):
     assert "--chat-template it's 100% $$HOME and $${PATH} with \\backslash --tool-call-parser" in exec_start, exec_start
 
 
-def test_secrets_stay_secret(fleet, host):
-    target, units = host
+def test_secrets_stay_secret(fleet, standin_host):
+    target, units = standin_host
     units.append('sglang-t6')
     # Fresh values each run, so that what an earlier run left in the host's journal cannot hide or fake a leak.
     key = 'sk-test-' + secrets.token_hex(8)
@@ -234,8 +167,8 @@ def test_secrets_stay_secret(fleet, host):
     assert '401' in refused.stderr
 
 
-def test_check_diff_changes_nothing(fleet, host):
-    target, units = host
+def test_check_diff_changes_nothing(fleet, standin_host):
+    target, units = standin_host
     units.append('sglang-t7')
     deployed = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t7', 30070))
     assert deployed.rc == 0, deployed
@@ -250,16 +183,16 @@ def test_check_diff_changes_nothing(fleet, host):
     assert fleet.run(target, state, check=True).stdout == before
 
 
-def test_check_mode_on_a_host_without_the_unit(fleet, host):
-    target, _units = host
+def test_check_mode_on_a_host_without_the_unit(fleet, standin_host):
+    target, _units = standin_host
     check = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-never', 30080), check=True, extra_args=['--diff'])
     assert check.rc == 0, check
     fleet.run(target, 'test ! -e /etc/systemd/system/sglang-never.service', check=True)
 
 
-def test_check_mode_on_a_fresh_host_without_python3_apt(fleet, host):
+def test_check_mode_on_a_fresh_host_without_python3_apt(fleet, standin_host):
     """apt's check mode needs python3-apt, which a fresh Debian 12 host lacks: the role asks dpkg instead."""
-    target, _units = host
+    target, _units = standin_host
     fleet.run(target, 'dpkg --remove python3-apt python3-dev && ! dpkg -s python3-apt', check=True)
     state = ("dpkg-query -W -f='${Package} ${db:Status-Status}\\n' | sort | md5sum; ls /etc/systemd/system /etc/sglang "
              "/usr/local/lib 2>&1 | md5sum")
@@ -286,8 +219,8 @@ def unit_state(fleet, host, name):
     ({'cuda-graph-max-bs': 64}, [], "sglang_server_args['cuda-graph-max-bs']",
      'sglang serve: error: ambiguous option: --cuda-graph-max-bs could match --cuda-graph-max-bs-decode'),
 ])
-def test_a_refused_argv_fails_before_the_old_server_stops(fleet, host, server_args, extra_args, variable, words):
-    target, units = host
+def test_a_refused_argv_fails_before_the_old_server_stops(fleet, standin_host, server_args, extra_args, variable, words):
+    target, units = standin_host
     units.append('sglang-t9')
     deployed = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t9', 30095))
     assert deployed.rc == 0, deployed

@@ -22,8 +22,9 @@ import tempfile
 
 import pytest
 
+from server_helpers import VENV, make_model
+
 PLAYBOOK = 'tests/integration/playbooks/wait_ready.yml'
-VENV = '/opt/sglang/venv'
 MODEL = '/models/wr-k26'
 PACE = '0.01'  # the default 390 s start-up in about 4 s
 PHASE_ORDER = ['init', 'weights', 'kv_cache', 'cuda_graph', 'http_up', 'warmup', 'ready']
@@ -100,8 +101,7 @@ def prepare(fleet, standin_venv, host_changes, index, headers):  # pylint: disab
         host_changes[host.name] = [name for name in ADDED_PACKAGES if name not in installed]
         fleet.run(host, 'apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends %s >/dev/null'
                   % ' '.join(ADDED_PACKAGES if headers else ADDED_PACKAGES[:2]), check=True)
-        fleet.run(host, [VENV + '/bin/python', '-m', 'sglang_standin.make_model', MODEL, '--arch', 'kimi_k2',
-                         '--quant', 'nvfp4-pack-quantized', '--shards', '4'], check=True)
+        make_model(fleet, host, MODEL)
     return host
 
 
