@@ -24,12 +24,11 @@ import tempfile
 import pytest
 
 import sglang_release
+from citations import PACKAGE_FILE, SGLANG_FILE, is_file, rows, source_lines, string_at
 from ansible_collections.llmops.sglang.plugins.module_utils import sglang_signatures as table
 from ansible_collections.llmops.sglang.plugins.module_utils.journal_digest import JournalDigest
 from ansible_collections.llmops.sglang.plugins.module_utils.systemd_props import JournalEntry
 
-SGLANG_FILE = re.compile(r'^[\w/]+\.py$')
-PACKAGE_FILE = re.compile(r'^(?P<spec>[\w.-]+==[\w.]+):(?P<path>[\w/.]+\.py)$')
 
 # Sample values for the placeholders of the cited strings, by the placeholder's source text; per row when the value
 # decides the row (an exit code of -9 is the OOM killer).
@@ -65,35 +64,6 @@ ROW_SAMPLES = {
 PREFIXES = ('[%(asctime)s TP3] ', '[%(asctime)s] ', '')
 
 
-def _tree(origin):
-    if SGLANG_FILE.match(origin):
-        path = 'sglang/srt/' + origin
-        with open(sglang_release.release_file(path), encoding='utf-8') as handle:
-            return ast.parse(handle.read())
-    spec, path = PACKAGE_FILE.match(origin).group('spec', 'path')
-    return ast.parse('\n'.join(sglang_release.package_source(spec, path)))
-
-
-def _lines(origin):
-    if SGLANG_FILE.match(origin):
-        return sglang_release.source(origin)
-    match = PACKAGE_FILE.match(origin)
-    return sglang_release.package_source(match.group('spec'), match.group('path'))
-
-
-def _string_at(origin, line):
-    """The outermost string expression (a str constant or an f-string) spanning the cited line."""
-    found = None
-    for node in ast.walk(_tree(origin)):
-        if isinstance(node, (ast.JoinedStr, ast.Constant)) and node.lineno <= line <= node.end_lineno:
-            if isinstance(node, ast.Constant) and not isinstance(node.value, str):
-                continue
-            if found is None or (node.end_lineno - node.lineno) > (found.end_lineno - found.lineno):
-                found = node
-    assert found is not None, 'no string expression at %s:%d' % (origin, line)
-    return found
-
-
 def _sample(expr, samples, spec):
     key = ast.unparse(expr)
     if key in samples:
@@ -113,7 +83,7 @@ def _percent(text):
 
 def render(origin, line, row=None):
     """The message the cited string expression produces, with sample values."""
-    node = _string_at(origin, line)
+    node = string_at(origin, line)
     samples = dict(SAMPLES, **ROW_SAMPLES.get(row, {}))
     if isinstance(node, ast.Constant):
         return _percent(node.value)
@@ -142,30 +112,21 @@ def digest(lines):
     return result
 
 
-def _rows():
-    return [('phase', phase.name, phase) for phase in table.PHASES] + [
-        ('signature', sig.name, sig) for sig in table.FATAL_SIGNATURES]
-
-
 def _cited(kind_filter):
-    for kind, name, row in _rows():
+    for kind, name, row in rows():
         for source in row.sources:
             if kind_filter(source):
                 yield pytest.param(kind, row, source, id='%s-%s-%s:%s' % (kind, name, source.origin, source.line))
 
 
-def _is_file(source):
-    return bool(SGLANG_FILE.match(source.origin) or PACKAGE_FILE.match(source.origin))
-
-
 # ---- the table's shape --------------------------------------------------------------------------------------------
 
 def test_every_row_cites_its_sources():
-    for kind, name, row in _rows():
+    for kind, name, row in rows():
         assert row.sources, '%s %s cites no source' % (kind, name)
         for source in row.sources:
             assert isinstance(source, table.Source) and source.text, (name, source)
-            if _is_file(source):
+            if is_file(source):
                 assert isinstance(source.line, int) and source.line > 0, (name, source)
             else:
                 assert source.line is None and not source.origin.endswith('.py'), (name, source)
@@ -173,9 +134,9 @@ def test_every_row_cites_its_sources():
 
 # ---- SGLang's (and uvicorn's) own lines ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize('kind,row,source', list(_cited(_is_file)))
+@pytest.mark.parametrize('kind,row,source', list(_cited(is_file)))
 def test_the_cited_line_holds_the_text(release, kind, row, source):
-    lines = _lines(source.origin)
+    lines = source_lines(source.origin)
     assert source.line <= len(lines), '%s:%d: past the end of the file' % (source.origin, source.line)
     got = lines[source.line - 1]
     moved = [n for n, text in enumerate(lines, 1) if source.text in text]
@@ -224,7 +185,7 @@ def _bind_error():
         holder.close()
 
 
-@pytest.mark.parametrize('kind,row,source', list(_cited(_is_file)))
+@pytest.mark.parametrize('kind,row,source', list(_cited(is_file)))
 def test_the_rendered_line_lands_on_its_row(release, kind, row, source):
     for lines in _rendered_variants(kind, row, source):
         if kind == 'phase':
@@ -320,7 +281,7 @@ def _produced(row, source):
     return None
 
 
-@pytest.mark.parametrize('kind,row,source', list(_cited(lambda source: not _is_file(source))))
+@pytest.mark.parametrize('kind,row,source', list(_cited(lambda source: not is_file(source))))
 def test_other_programs_text_lands_on_its_row(release, kind, row, source):
     lines = _produced(row, source)
     if lines is None:
@@ -395,7 +356,7 @@ def test_benign_real_lines_stay_benign(release, origin, line, text):
 def test_the_other_wheels_cited_are_what_the_release_pins(release):
     from packaging.requirements import Requirement
     pins = {Requirement(line).name: Requirement(line) for line in release.requires() if ';' not in line}
-    specs = {PACKAGE_FILE.match(source.origin).group('spec') for _kind, _name, row in _rows()
+    specs = {PACKAGE_FILE.match(source.origin).group('spec') for _kind, _name, row in rows()
              for source in row.sources if PACKAGE_FILE.match(source.origin)}
     assert specs == {'uvicorn==0.54.0', 'transformers==5.19.0'}
     for spec in specs:
@@ -416,7 +377,7 @@ UNCITED_OK = {
 }
 
 
-def _message_lines(message):
+def _messagelines(message):
     template = message['template']
     text = template.replace(sglang_release.PLACEHOLDER, 'X') if sglang_release.PLACEHOLDER in template else \
         _percent(template)
@@ -427,7 +388,7 @@ def _message_lines(message):
 
 def _citations():
     cited = {}
-    for kind, name, row in _rows():
+    for kind, name, row in rows():
         for source in row.sources:
             if SGLANG_FILE.match(source.origin):
                 cited.setdefault(source.origin, []).append((source.line, kind, name))
@@ -441,7 +402,7 @@ def test_no_other_line_of_the_release_matches_a_row(release):
     cited = _citations()
     wrong = []
     for message in release.messages():
-        for line in _message_lines(message):
+        for line in _messagelines(message):
             phase = table.match_phase(line)
             sig, _match = table.match_fatal(line)
             for kind, name in (('phase', phase and phase.name), ('signature', sig and sig.name)):

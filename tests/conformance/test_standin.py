@@ -23,7 +23,7 @@ import threading
 import pytest
 
 import sglang_release
-import test_signatures as cited
+from citations import is_file, rows, string_at
 from ansible_collections.llmops.sglang.plugins.module_utils import sglang_signatures as table
 from ansible_collections.llmops.sglang.plugins.module_utils.journal_digest import JournalDigest
 from ansible_collections.llmops.sglang.plugins.module_utils.systemd_props import JournalEntry
@@ -260,7 +260,7 @@ _UVICORN = r'(?:(?:INFO|WARNING|ERROR): +)?'     # uvicorn's levelprefix (uvicor
 
 
 def _regex_of(origin, line):
-    node = cited._string_at(origin, line)
+    node = string_at(origin, line)
     if isinstance(node, ast.Constant):
         parts = re.split(r'(%(?:\([^)]*\))?[-#0 +]*\d*(?:\.\d+)?[sdrf])', node.value)
         body = ''.join('.*?' if index % 2 else re.escape(part) for index, part in enumerate(parts))
@@ -274,10 +274,10 @@ def _regex_of(origin, line):
 def _formats():
     """{(kind, row name): ([compiled patterns of its SGLang/uvicorn lines], has sources of other programs)}"""
     formats = {}
-    for kind, name, row in cited._rows():
+    for kind, name, row in rows():
         patterns, other = [], False
         for source in row.sources:
-            if cited._is_file(source) and not source.origin.endswith('uvicorn/config.py'):
+            if is_file(source) and not source.origin.endswith('uvicorn/config.py'):
                 try:
                     patterns.append(_regex_of(source.origin, source.line))
                 except AssertionError:
