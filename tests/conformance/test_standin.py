@@ -307,3 +307,59 @@ def test_every_line_the_table_reads_is_in_the_releases_words(release, runs):
                 drifted.setdefault('%s %s' % key, set()).add(message[:160])
     assert drifted == {}, '\n'.join('%s: the stand-in prints %s; 0.5.23 prints none of these' % (
         key, sorted(texts)[:3]) for key, texts in sorted(drifted.items()))
+
+
+# ---- its stream is the release's, byte for byte --------------------------------------------------------------------
+
+def _release_sse_utils():
+    """The release's own entrypoints/openai/sse_utils.py (it imports only msgspec and typing), loaded from the wheel."""
+    import importlib.util  # pylint: disable=import-outside-toplevel
+    path = sglang_release.release_file('sglang/srt/entrypoints/openai/sse_utils.py')
+    spec = importlib.util.spec_from_file_location('release_sse_utils', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _stream_chat(streams, max_tokens, _proc, port, model):
+    """One streamed chat completion; its raw body goes to `streams`, then the server is stopped."""
+    import urllib.request  # pylint: disable=import-outside-toplevel
+    body = json.dumps({'model': model, 'messages': [{'role': 'user', 'content': 'hi'}], 'max_tokens': max_tokens,
+                       'stream': True, 'ignore_eos': True}).encode()
+    request = urllib.request.Request('http://127.0.0.1:%d/v1/chat/completions' % port, data=body,
+                                     headers={'Content-Type': 'application/json'})
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        streams['content_type'] = answer.headers.get('Content-Type')
+        streams['body'] = answer.read().decode('utf-8')
+    _sigterm(_proc, port, model)
+
+
+def test_a_streamed_chat_is_the_releases_chunks(release):
+    """serving_chat.py:2587-2600 (first chunk), :960-1050 (a chunk per token), :2667-2686 (finish) all go through
+    sse_utils.build_sse_content (:52-100): the stand-in's events, rebuilt from their own fields by the release's
+    function, are the same bytes; then `data: [DONE]` (:2805), one event per decoded token."""
+    build = _release_sse_utils().build_sse_content
+    streams = {}
+    max_tokens = 6
+    with tempfile.TemporaryDirectory(prefix='conformance-stream-') as tmp:
+        model = _make_model(os.path.join(tmp, 'llama'), 'llama')
+        lines = _run(model, until=r'fired up and ready to roll',
+                     then=lambda proc, port, name: _stream_chat(streams, max_tokens, proc, port, name))
+    assert 'body' in streams, '\n'.join(lines[-30:])
+    assert streams['content_type'].startswith('text/event-stream'), streams
+    events = streams['body'].split('\n\n')
+    assert events[-2:] == ['data: [DONE]', ''], events[-3:]
+    chunks = events[:-2]
+    assert len(chunks) == 1 + max_tokens + 1, chunks  # the role chunk, one per token (ignore_eos), the finish chunk
+    for event in chunks:
+        data = json.loads(event[len('data: '):])
+        choice = data['choices'][0]
+        delta = choice['delta']
+        rebuilt = build(chunk_id=data['id'], created=data['created'], model=data['model'], index=choice['index'],
+                        role=delta.get('role'), content=delta.get('content'),
+                        reasoning_content=delta['reasoning_content'], finish_reason=choice['finish_reason'],
+                        logprobs=choice['logprobs'], matched_stop=choice['matched_stop'], usage=data.get('usage'))
+        assert event + '\n\n' == rebuilt
+    first, last = json.loads(chunks[0][6:]), json.loads(chunks[-1][6:])
+    assert first['choices'][0]['delta'] == {'reasoning_content': None, 'role': 'assistant', 'content': ''}
+    assert last['choices'][0]['finish_reason'] == 'length'
