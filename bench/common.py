@@ -58,8 +58,23 @@ def ansible_env():
     return env
 
 
-def playbook(fleet, path, limit=None, extra=None, timeout=1800):
-    """Runs ansible-playbook; returns (wall seconds, rc, changed count, output tail)."""
+def recap(stdout):
+    """The PLAY RECAP as {host: {"ok": N, "changed": N, ...}} (ok counts changed tasks too, as Ansible's does)."""
+    stats = {}
+    for line in stdout.splitlines():
+        host, sep, rest = line.partition(" : ")
+        if not sep or "ok=" not in rest:
+            continue
+        fields = dict(part.split("=", 1) for part in rest.split() if "=" in part)
+        try:
+            stats[host.strip()] = {key: int(value) for key, value in fields.items()}
+        except ValueError:
+            continue
+    return stats
+
+
+def run_playbook(fleet, path, limit=None, extra=None, timeout=1800):
+    """Runs ansible-playbook; returns wall seconds, rc, the recap per host and the output's tail."""
     command = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(fleet.inventory), str(path)]
     if limit:
         command += ["--limit", limit]
@@ -68,7 +83,6 @@ def playbook(fleet, path, limit=None, extra=None, timeout=1800):
     started = time.time()
     result = subprocess.run(command, capture_output=True, text=True, env=ansible_env(), cwd=str(REPO), timeout=timeout,
                             stdin=subprocess.DEVNULL, check=False)
-    wall = time.time() - started
-    changed = sum(int(part.split("=", 1)[1]) for line in result.stdout.splitlines() if "changed=" in line and " : ok=" in line
-                  for part in line.split() if part.startswith("changed="))
-    return wall, result.returncode, changed, result.stdout[-3000:] + result.stderr[-2000:]
+    return {"wall_s": time.time() - started, "rc": result.returncode, "recap": recap(result.stdout),
+            "tail": result.stdout[-3000:] + result.stderr[-2000:]}
+

@@ -5,10 +5,9 @@
 
 from __future__ import absolute_import, division, print_function
 
-import statistics
-
 from .common import CPU_TOOLS, LAG_TOOLS, SCENARIOS, TOOL_LABELS, WAITER_STALL_TIMEOUT, WAITER_TIMEOUT
 from .model_sync import render_model_sync
+from .rollout import render_rollout, rollout_notes
 
 __metaclass__ = type  # pylint: disable=invalid-name
 
@@ -38,6 +37,16 @@ def render(results):
             machine["nproc"], machine["memory_gib"], machine["kernel"], machine["python"], machine["loadavg_at_start"],
             results["fleet_hosts"], results["duration_s"] / 60.0))
     add("")
+    carried = results.get("carried_over")
+    if carried:
+        add("**Sections from an earlier run**: this run (`--only`) measured %s; the page's other sections (%s) are "
+            "from the run of %s (%.1f min; its load average: %s)." % (
+                ", ".join(s for s in ("rollout", "cpu", "lag", "sync") if s not in carried["sections"]),
+                ", ".join(carried["sections"]), carried["started"], (carried["duration_s"] or 0) / 60.0,
+                "; ".join("%s median %.1f / max %.1f" % (phase, v["median"], v["max"])
+                          for phase, v in (carried["load_average"] or {}).items()
+                          if phase != "fleet") or "-"))
+        add("")
     if results.get("load_average"):
         add("**Noise**: this machine is shared (other sessions run tests and fleets at the same time); its 1-minute "
             "load average during each part of the run (2 cores, so above 2 means waiting for a CPU): %s. Lags of a "
@@ -116,47 +125,8 @@ def render(results):
             "%.3f and sshd %.3f (the measurement's own ssh sessions)." % (control["host_total"], control["server"],
                                                                           control["sshd"]))
         add("")
-    fleet = results.get("fleet")
-    if fleet:
-        settings = fleet["settings"]
-        add("## 3. Fleet cost: `playbooks/deploy_k26.yml`")
-        add("")
-        add("Settings in effect (the collection's `ansible.cfg`): forks %s, pipelining %s, ControlPersist %s, "
-            "gathering %s, serial %s. Wall time of `ansible-playbook` on the controller; the stand-in loads in about "
-            "5 s (pace 0.01), so a rollout's figure is mostly Ansible." % (
-                settings["forks"], settings["pipelining"], settings["control_persist"], settings["gathering"],
-                settings["serial"]))
-        add("")
-        add("| run | hosts | trials | median wall | min-max | per host | changed |")
-        add("|---|---|---|---|---|---|---|")
-        first = fleet["first_deploy"]
-        add("| first deploy (installs headers, pip, compressed-tensors; serial 100%%) | %d | 1 | %.1f s | - | %.1f s | %d |"
-            % (first["hosts"], first["wall_s"], first["wall_s"] / first["hosts"], first["changed"]))
-        for label, rows in (("no-op re-run", fleet["noop"]), ("no-op re-run, serial 100%", fleet["noop_serial_all"]),
-                            ("rollout changing 1 host", fleet["rollout"])):
-            for size in sorted({r["hosts"] for r in rows}):
-                walls = [r["wall_s"] for r in rows if r["hosts"] == size]
-                changed = max(r["changed"] for r in rows if r["hosts"] == size)
-                add("| %s | %d | %d | %.1f s | %.1f-%.1f s | %.1f s | %d |" % (
-                    label, size, len(walls), statistics.median(walls), min(walls), max(walls),
-                    statistics.median(walls) / size, changed))
-        sizes = sorted({r["hosts"] for r in fleet["noop"]})
-        if len(sizes) > 1:
-            def med(rows, size):
-                return statistics.median(r["wall_s"] for r in rows if r["hosts"] == size)
-            small, large = sizes[0], sizes[-1]
-            slope = (med(fleet["noop"], large) - med(fleet["noop"], small)) / float(large - small)
-            add("")
-            add("Growth: a no-op re-run costs about %.1f s more per extra host (%d -> %d hosts, medians). The "
-                "playbook's default `serial: [1, '25%%']` makes the canary batch 1 host and every further batch "
-                "int(25%% of the hosts) = 1 host below 8 hosts, so on a small fleet the hosts are walked one at a time "
-                "and the time grows linearly; `forks` only helps within a batch." % (slope, small, large))
-            if fleet["noop_serial_all"]:
-                one_batch = statistics.median(r["wall_s"] for r in fleet["noop_serial_all"])
-                add("With one batch (`-e '{\"k26_serial\": [\"100%%\"]}'`) the same no-op on %d hosts takes %.1f s "
-                    "(%.1fx faster): the batch policy, not Ansible's per-host cost, dominates a re-run." % (
-                        large, one_batch, med(fleet["noop"], large) / one_batch))
-        add("")
+    if results.get("rollout"):
+        lines.extend(render_rollout(results["rollout"]))
     if results.get("model_sync"):
         lines.extend(render_model_sync(results["model_sync"]))
     add("## Targets and notes")
@@ -191,6 +161,8 @@ def evaluate(results):
             "met" if false_ready == 0 else "**missed**", false_ready, lag["ready"]["tools"]["seed1"]["false_ready"],
             lag["ready"]["trials"]))
         notes.extend(why_notes(results, waiter))
+    if results.get("rollout"):
+        notes.extend(rollout_notes(results["rollout"]))
     notes.extend(results.get("extra_notes", []))
     return notes
 
