@@ -38,6 +38,7 @@ from .hosts import BenchFleet, prepare_hosts
 from .lag import run_lag
 from .model_sync import run_model_sync
 from .page import evaluate, render
+from .router_drain import run_router_drain
 from .summary import LoadSampler, machine_info, summarize_lag
 
 __metaclass__ = type  # pylint: disable=invalid-name
@@ -56,6 +57,9 @@ def ensure_tools():
         raise SystemExit("%s is missing: run `make setup` first" % COLLECTIONS)
 
 
+SECTIONS = ["lag", "cpu", "fleet", "sync", "router"]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--quick", action="store_true", help="smoke run: one trial per scenario, short windows")
@@ -65,8 +69,13 @@ def main():
     parser.add_argument("--seed", type=int, default=None, help="random seed of the timelines")
     parser.add_argument("--output", default=str(REPO / "docs" / "benchmarks.md"))
     parser.add_argument("--render", metavar="RESULTS_JSON", help="only rewrite the page from raw results")
-    parser.add_argument("--skip", action="append", default=[], choices=["lag", "cpu", "fleet", "sync"])
+    parser.add_argument("--skip", action="append", default=[], choices=SECTIONS)
+    parser.add_argument("--only", action="append", default=[], choices=SECTIONS,
+                        help="run only these sections; their results replace those in docs/benchmarks.json, whose "
+                             "other sections are kept, and the page is rendered from that")
     args = parser.parse_args()
+    if args.only:
+        args.skip = [s for s in SECTIONS if s not in args.only]
 
     if args.render:
         results = json.loads(Path(args.render).read_text(encoding="utf-8"))
@@ -109,8 +118,9 @@ def main():
         else:
             results["extra_notes"].append("Fleet cost not measured in this run (%s)." % (
                 "--quick" if args.quick else "--skip fleet"))
-        log("preparing the benchmark's units")
-        prepare_hosts(fleet)
+        if {"cpu", "lag", "sync"} - set(args.skip):
+            log("preparing the benchmark's units")
+            prepare_hosts(fleet)
         load.phase = "cpu"
         if "cpu" not in args.skip:
             log("cpu: %d s window, one watcher per host + a control host" % plan["cpu_window"])
@@ -124,6 +134,10 @@ def main():
         if "sync" not in args.skip:
             log("model sync: mirror vs peer, checkpoint verification cold vs warm")
             results["model_sync"] = run_model_sync(fleet, total_mib=32 if args.quick else 256)
+        load.phase = "router"
+        if "router" not in args.skip:
+            log("router: a rolling change under load, with the drain and without")
+            results["router"] = run_router_drain(fleet)
     finally:
         signal.signal(signal.SIGTERM, previous)
         if not args.keep_fleet:
@@ -132,6 +146,14 @@ def main():
     load.stop_event.set()
     results["load_average"] = load.summary()
     results["duration_s"] = round(time.time() - started, 1)
+    if args.only and not args.quick and (REPO / "docs" / "benchmarks.json").exists():
+        # A partial run: its sections over the last full run's others (which keep their own machine and times).
+        merged = json.loads((REPO / "docs" / "benchmarks.json").read_text(encoding="utf-8"))
+        merged.update(dict((k, v) for k, v in results.items() if k in ("router", "model_sync", "cpu", "fleet", "lag_trials", "lag_summary")))
+        merged.setdefault("partial_runs", []).append({"only": args.only, "started": results["started"],
+                                                      "duration_s": results["duration_s"],
+                                                      "load_average": results["load_average"]})
+        results = merged
     results["notes"] = evaluate(results)
     (BENCH / "results").mkdir(exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(started))

@@ -9,6 +9,7 @@ import statistics
 
 from .common import CPU_TOOLS, LAG_TOOLS, SCENARIOS, TOOL_LABELS, WAITER_STALL_TIMEOUT, WAITER_TIMEOUT
 from .model_sync import render_model_sync
+from .router_drain import render_router_drain
 
 __metaclass__ = type  # pylint: disable=invalid-name
 
@@ -159,6 +160,8 @@ def render(results):
         add("")
     if results.get("model_sync"):
         lines.extend(render_model_sync(results["model_sync"]))
+    if results.get("router"):
+        lines.extend(render_router_drain(results["router"]))
     add("## Targets and notes")
     add("")
     for note in results.get("notes", []):
