@@ -39,11 +39,12 @@ from .lag import run_lag
 from .model_sync import run_model_sync
 from .page import evaluate, render
 from .rollout import SIZES, run_rollout
+from .router_drain import run_router_drain
 from .summary import LoadSampler, machine_info, summarize_lag
 
 __metaclass__ = type  # pylint: disable=invalid-name
 
-SECTIONS = ["rollout", "cpu", "lag", "sync"]
+SECTIONS = ["rollout", "cpu", "lag", "sync", "router"]
 
 
 def ensure_tools():
@@ -66,7 +67,7 @@ def carry_over(results, sections):
         return
     previous = json.loads(path.read_text(encoding="utf-8"))
     keys = {"cpu": ["cpu"], "lag": ["lag_trials", "lag_summary", "lag_hosts"], "sync": ["model_sync"],
-            "rollout": ["rollout"]}
+            "rollout": ["rollout"], "router": ["router"]}
     carried = [section for section in SECTIONS if section not in sections
                and any(key in previous for key in keys[section])]
     for section in carried:
@@ -141,7 +142,7 @@ def main():
         else:
             results["extra_notes"].append("Rollout at fleet scale not measured in this run (%s)." % (
                 "--quick" if args.quick else "not selected"))
-        booted = any(section in sections for section in ("cpu", "lag", "sync"))
+        booted = any(section in sections for section in ("cpu", "lag", "sync", "router"))
         if booted:
             load.phase = "setup"
             log("fleet up: %d hosts in %s" % (plan["hosts"], args.state_dir))
@@ -161,6 +162,10 @@ def main():
         if "sync" in sections:
             log("model sync: mirror vs peer, checkpoint verification cold vs warm")
             results["model_sync"] = run_model_sync(fleet, total_mib=32 if args.quick else 256)
+        load.phase = "router"
+        if "router" in sections:
+            log("router: a rolling change under load, with the drain and without")
+            results["router"] = run_router_drain(fleet)
     finally:
         signal.signal(signal.SIGTERM, previous)
         if booted and not args.keep_fleet:

@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 from .common import CPU_TOOLS, LAG_TOOLS, SCENARIOS, TOOL_LABELS, WAITER_STALL_TIMEOUT, WAITER_TIMEOUT
 from .model_sync import render_model_sync
 from .rollout import render_rollout, rollout_notes
+from .router_drain import render_router_drain
 
 __metaclass__ = type  # pylint: disable=invalid-name
 
@@ -129,6 +130,8 @@ def render(results):
         lines.extend(render_rollout(results["rollout"]))
     if results.get("model_sync"):
         lines.extend(render_model_sync(results["model_sync"]))
+    if results.get("router"):
+        lines.extend(render_router_drain(results["router"]))
     add("## Targets and notes")
     add("")
     for note in results.get("notes", []):

@@ -8,9 +8,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.llmops.sglang.plugins.module_utils.formats import fmt_seconds
+from ansible_collections.llmops.sglang.plugins.module_utils.router_rotation import rotation_column
 
 COLUMNS = ('host', 'instance', 'state', 'time to ready', 'phases (s since start-up began)', 'sglang / compressed-tensors / torch',
            'GPU memory', 'health (GPUs; checkpoint)')
+# Behind routers only: per worker, whether each router has it in rotation.
+ROTATION_COLUMN = 'routers (in rotation)'
 
 
 def _timeline(phases):
@@ -141,6 +144,19 @@ def report_rows(host, deployments, info=None, health=None):
     if not rows:
         rows.append([host, '-', 'not reached', '-', '-', '-', '-', '-'])
     return rows
+
+
+def with_rotation(rows, workers, in_rotation):
+    """Rows of report_rows() with one more cell: each router's verdict on the row's worker ('router-a: in, router-b:
+    OUT'; 'router-a: ?' when that router could not be read). ``workers``: [{host, instance, url}] (instance without
+    '.service'); ``in_rotation``: {router: [urls] or None}. A row that is no worker (a rank >= 1 host, a stopped
+    instance, a host not reached) gets '-'."""
+    urls = dict(((w.get('host'), (w.get('instance') or '') + '.service'), w['url']) for w in workers or [])
+    out = []
+    for row in rows:
+        url = urls.get((row[0], row[1]))
+        out.append(list(row) + [(rotation_column(url, in_rotation) or '-') if url else '-'])
+    return out
 
 
 def format_table(rows, columns=COLUMNS):

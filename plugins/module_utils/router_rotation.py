@@ -114,11 +114,15 @@ def capacity(fleet_workers, in_rotation, leaving, min_serving=None):
 
 
 def rotation_column(url, in_rotation):
-    """The fleet report's cell for one worker: 'router-a: in, router-b: OUT' (empty without routers)."""
+    """The fleet report's cell for one worker: 'router-a: in, router-b: OUT' (empty without routers); a router whose
+    listing is None (it could not be read) shows '?'."""
     url = normalize_url(url)
     cells = []
     for router in sorted(in_rotation):
-        rotation = set(normalize_url(u) for u in in_rotation[router] or [])
+        if in_rotation[router] is None:
+            cells.append("%s: ?" % router)
+            continue
+        rotation = set(normalize_url(u) for u in in_rotation[router])
         cells.append("%s: %s" % (router, "in" if url in rotation else "OUT"))
     return ", ".join(cells)
 

@@ -5,7 +5,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.sglang.plugins.module_utils.fleet_report import COLUMNS, format_table, health_summary, report_rows
+from ansible_collections.llmops.sglang.plugins.module_utils.fleet_report import (
+    COLUMNS, ROTATION_COLUMN, format_table, health_summary, report_rows, with_rotation)
 
 PHASES = [{'name': 'init', 'at': -4.2}, {'name': 'weights', 'at': -2.0}, {'name': 'kv_cache', 'at': 28.1},
           {'name': 'cuda_graph', 'at': 28.6}, {'name': 'http_up', 'at': 34.6}, {'name': 'warmup', 'at': 34.6},
@@ -82,3 +83,26 @@ def test_an_instance_refused_by_preflight_is_reported_as_refused():
     rows = report_rows('gpu-02', None, None, {'sglang-k26.service': health_summary(gpu, ckpt)})
     assert rows == [['gpu-02', 'sglang-k26.service', 'refused by preflight', '-', '-', '- / - / -', '-',
                      'GPUs FAILED: ecc_uncorrected (GPU 3); checkpoint FAILED: shard_invalid (model-00002-of-00064.safetensors)']]
+
+
+WORKERS = [{'host': 'gpu-01', 'instance': 'sglang-k26', 'url': 'http://10.0.0.1:30000'},
+           {'host': 'gpu-02', 'instance': 'sglang-k26', 'url': 'http://10.0.0.2:30000'}]
+
+
+def test_rotation_column_says_per_router_whether_the_worker_is_in_rotation():
+    rows = (report_rows('gpu-01', {'sglang-k26.service': {'ready': True, 'elapsed': 3.0}})
+            + report_rows('gpu-02', {'sglang-k26.service': {'ready': False, 'reason': 'unit_failed'}})
+            + report_rows('gpu-03', None))
+    out = with_rotation(rows, WORKERS, {'rt-2': ['http://10.0.0.1:30000/'], 'rt-1': ['http://10.0.0.1:30000']})
+    assert [row[-1] for row in out] == ['rt-1: in, rt-2: in', 'rt-1: OUT, rt-2: OUT', '-']
+    assert out[0][:-1] == rows[0]  # the other cells as they were
+    lines = format_table(out, COLUMNS + (ROTATION_COLUMN,))
+    assert lines[0].endswith('routers (in rotation)') and lines[3].endswith('rt-1: OUT, rt-2: OUT')
+
+
+def test_rotation_column_for_a_router_that_could_not_be_read_and_an_instance_that_is_no_worker():
+    rows = report_rows('gpu-01', {'sglang-k26.service': {'ready': True, 'elapsed': 3.0},
+                                  'sglang-k26-ddtree.service': {'ready': True, 'elapsed': 3.0}})
+    out = with_rotation(rows, WORKERS, {'rt-1': None, 'rt-2': []})
+    assert dict((row[1], row[-1]) for row in out) == {'sglang-k26.service': 'rt-1: ?, rt-2: OUT',
+                                                      'sglang-k26-ddtree.service': '-'}

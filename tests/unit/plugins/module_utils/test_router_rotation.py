@@ -78,6 +78,7 @@ def test_capacity_explicit_minimum():
 def test_rotation_column():
     assert rotation_column(A, {"r2": [B], "r1": [A]}) == "r1: in, r2: OUT"
     assert rotation_column(A, {}) == ""
+    assert rotation_column(A, {"r1": None, "r2": [A]}) == "r1: ?, r2: in"
 
 
 def test_fleet_workers_rank0_only_and_every_instance():
