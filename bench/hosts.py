@@ -89,7 +89,8 @@ def prepare_hosts(fleet):
             raise RuntimeError("demo_prepare.yml failed:\n" + tail)
     _wall, rc, _changed, tail = playbook(fleet, BENCH / "playbooks" / "units.yml", limit=",".join(names),
                                          extra={"bench_hosts": ",".join(names), "bench_port": PORT,
-                                                "bench_model": MODEL_NAME})
+                                                "bench_model": MODEL_NAME,
+                                                "bench_env": fleet.group_vars.get("sglang_env", {})})
     if rc != 0:
         raise RuntimeError("the benchmark's units (bench/playbooks/units.yml) failed:\n" + tail)
 
