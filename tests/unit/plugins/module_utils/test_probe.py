@@ -14,6 +14,7 @@ jmespath = pytest.importorskip('jmespath')
 from ansible_collections.llmops.sglang.plugins.module_utils import probe as P  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.llmops.sglang.tests.unit.plugins.fakes import chat_body, free_port  # noqa: E402  pylint: disable=wrong-import-position
 
+
 def send(step, url, model='kimi-k2.6', timeout=5.0, expect=None, expect_text=None, **kw):
     """Build, send for real, classify: what the module does, minus the state machine."""
     req = P.build_request(step, url, model=model, **kw)
