@@ -68,8 +68,9 @@ units: setup ## unit tests: no fleet, venv, network or ansible run (the plugins'
 	$(VENV)/bin/python -m pytest -q tests/unit
 	$(VENV_NEW)/bin/python -m pytest -q tests/unit/plugins
 
-local: setup ## tests that spawn venvs and servers on this machine, no fleet: the stand-in's (tests/local)
+local: setup ## tests that spawn venvs, servers and ansible runs on this machine, no fleet (tests/local)
 	$(VENV)/bin/python -m pytest -q tests/local
+	$(VENV_NEW)/bin/python -m pytest -q tests/local/plugins
 
 conformance: setup ## the collection's SGLang knowledge against the real sglang release (fetched once into .build/)
 	# pytest exits 5 when it collected nothing: for this suite that means it is broken, say so rather than pass.

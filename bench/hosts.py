@@ -1,19 +1,18 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, llmops.sglang contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The fleet and the hosts: a private fleet through the shared fleet client, the benchmark's units."""
+"""The fleet and the hosts: a private fleet through the shared fleet client, the benchmark's units (the role's)."""
 
 from __future__ import absolute_import, division, print_function
 
 import json
 import shutil
-import threading
 import time
 from pathlib import Path
 
-from fleet.client import PINS, Fleet, FleetTool  # tests/fleet: run.py puts tests/ on sys.path
+from fleet.client import Fleet, FleetTool  # tests/fleet: run.py puts tests/ on sys.path
 
-from .common import EVENT_LOG, MODEL_NAME, PORT, REPO
+from .common import BENCH, EVENT_LOG, MODEL_NAME, PORT, REPO, playbook
 
 __metaclass__ = type  # pylint: disable=invalid-name
 
@@ -78,77 +77,22 @@ class BenchFleet:
                                connect_timeout=10)
 
 
-UNIT_TEMPLATE = """[Unit]
-Description=SGLang stand-in for the benchmark ({restart})
-StartLimitIntervalSec=3600
-StartLimitBurst=3
-
-[Service]
-Type=simple
-User=sglang
-Group=sglang
-WorkingDirectory=/var/lib/sglang-bench
-EnvironmentFile=/etc/sglang-bench/env
-ExecStart={venv}/bin/python -m sglang.launch_server --model-path {model} --served-model-name {name} --tp 8 \\
-    --trust-remote-code --reasoning-parser kimi_k2 --tool-call-parser kimi_k2 --host 0.0.0.0 --port {port}
-KillMode=mixed
-TimeoutStopSec=30
-Restart={restart}
-RestartSec=15
-LimitNOFILE=20000
-"""
-
-HOST_SETUP = """set -e
-# What the waiter and the stand-in need, the way the role would install it (idempotent; after a deploy it finds all).
-id sglang >/dev/null 2>&1 || useradd --system --user-group --home-dir /var/lib/sglang --shell /usr/sbin/nologin sglang
-# Python.h too: the stand-in checks it like Triton does, and fails at CUDA graph capture without it.
-PYH=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h
-PYX=python$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')-dev
-{{ python3 -c 'import requests, jmespath' 2>/dev/null && [ -f "$PYH" ]; }} || {{ apt-get update -q >/dev/null &&
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-requests python3-jmespath python3-dev $PYX >/dev/null; }}
-V={venv}
-[ -x $V/bin/python ] || python3 -m venv $V
-have() {{ $V/bin/python -c 'import sys, importlib.metadata as m; print(m.version(sys.argv[1]))' "$1" 2>/dev/null || true; }}
-if [ "$(have compressed-tensors)" != {ct} ] || [ -z "$(have sglang)" ]; then
-    [ -x $V/bin/pip ] || $V/bin/python -m ensurepip -q
-    $V/bin/pip install -q --disable-pip-version-check --no-index --no-deps --find-links {mirror}/wheels/ \\
-        --trusted-host {mirror_host} sglang compressed-tensors=={ct}
-fi
-[ -f {model}/config.json ] || $V/bin/python -m sglang_standin.make_model {model} --arch kimi_k2 --quant nvfp4-pack-quantized
-install -d -o sglang -g sglang /var/lib/sglang-bench
-install -d -m 0755 /etc/sglang-bench
-touch /etc/sglang-bench/env
-cat > /etc/systemd/system/sglang-bench.service <<'UNIT'
-{unit_restart}UNIT
-cat > /etc/systemd/system/sglang-bench-once.service <<'UNIT'
-{unit_once}UNIT
-systemctl daemon-reload
-"""
-
-
 def prepare_hosts(fleet):
-    """The benchmark's own units (same server, port 30002, both restart policies) on every host."""
-    venv = fleet.group_vars.get("sglang_venv", "/opt/sglang/venv")
-    model = fleet.group_vars.get("sglang_model_path", "/models/Kimi-K2.6-NVFP4")
-    units = {key: UNIT_TEMPLATE.format(venv=venv, model=model, name=MODEL_NAME, port=PORT, restart=policy)
-             for key, policy in (("unit_restart", "on-failure"), ("unit_once", "no"))}
-    errors = []
-
-    def setup(host):
-        script = HOST_SETUP.format(venv=venv, model=model, mirror=host["mirror"], ct=PINS["compressed-tensors"],
-                                   mirror_host=host["mirror"].split("//", 1)[1].split(":", 1)[0], **units)
-        try:
-            fleet.ssh(host, script)
-        except Exception as error:  # pylint: disable=broad-except
-            errors.append(str(error))
-
-    threads = [threading.Thread(target=setup, args=(host,)) for host in fleet.hosts]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise RuntimeError("host preparation failed:\n" + "\n".join(errors))
+    """The benchmark's two units on every host, deployed by the collection's role (bench/playbooks/units.yml): hosts
+    the fleet-cost section did not prepare first become what the seeds found (tests/fleet/demo_prepare.yml)."""
+    names = [host["name"] for host in fleet.hosts]
+    bare = [host["name"] for host in fleet.hosts
+            if fleet.ssh(host, "test -x /opt/sglang/venv/bin/python", check=False).returncode != 0]
+    if bare:
+        _wall, rc, _changed, tail = playbook(fleet, REPO / "tests" / "fleet" / "demo_prepare.yml", limit=",".join(bare))
+        if rc != 0:
+            raise RuntimeError("demo_prepare.yml failed:\n" + tail)
+    _wall, rc, _changed, tail = playbook(fleet, BENCH / "playbooks" / "units.yml", limit=",".join(names),
+                                         extra={"bench_hosts": ",".join(names), "bench_port": PORT,
+                                                "bench_model": MODEL_NAME,
+                                                "bench_env": fleet.group_vars.get("sglang_env", {})})
+    if rc != 0:
+        raise RuntimeError("the benchmark's units (bench/playbooks/units.yml) failed:\n" + tail)
 
 
 def start_server(fleet, host, unit, env):

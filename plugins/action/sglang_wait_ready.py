@@ -21,13 +21,10 @@ reads never use become (the module hands the file to the login user that owns th
 
 from __future__ import annotations
 
-from ansible.module_utils.parsing.convert_bool import boolean
-from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
-from ansible.utils.vars import merge_hash
 
 from ansible_collections.llmops.sglang.plugins.module_utils.progress_view import ProgressPrinter, final_line
-from ansible_collections.llmops.sglang.plugins.plugin_utils.progress_reader import ProgressReader, stdout_is_a_document
+from ansible_collections.llmops.sglang.plugins.plugin_utils.progress_reader import LiveProgressAction
 
 display = Display()
 
@@ -35,50 +32,22 @@ MODULE = 'llmops.sglang.sglang_wait_ready'
 PROGRESS_NAME = 'sglang_wait_ready.progress.json'
 
 
-class ActionModule(ActionBase):
+class ActionModule(LiveProgressAction):
 
-    _supports_check_mode = True
-    _supports_async = True
+    MODULE = MODULE
+    PROGRESS_VAR = 'sglang_wait_progress'
 
-    def run(self, tmp=None, task_vars=None):
-        task_vars = task_vars or {}
-        result = super(ActionModule, self).run(tmp, task_vars)
-        del tmp  # tmp no longer has any effect
-
-        wrap_async = self._task.async_val and not self._connection.has_native_async
-        if not self._live_progress(task_vars):
-            result = merge_hash(result, self._execute_module(module_name=MODULE, task_vars=task_vars, wrap_async=wrap_async))
-            if not wrap_async:
-                self._remove_tmp_path(self._connection._shell.tmpdir)
-            return result
-
-        module_args = dict(self._task.args)
+    def progress_args(self, module_args):
+        # Without a progress_file of the user's, the module writes one into the task's remote tmp dir.
         if not module_args.get('progress_file'):
             tmpdir = self._connection._shell.tmpdir or self._make_tmp_path()
             module_args['progress_file'] = self._connection._shell.join_path(tmpdir, PROGRESS_NAME)
-        host = task_vars.get('inventory_hostname') or self._play_context.remote_addr
-        if self._task.delegate_to:
-            host = '%s via %s' % (host, self._task.delegate_to)
+        return module_args
 
-        reader = ProgressReader(self._connection, module_args['progress_file'], ProgressPrinter(host))
-        reader.start()
-        try:
-            module_result = self._execute_module(module_name=MODULE, module_args=module_args, task_vars=task_vars)
-        finally:
-            reader.stop()
-            # the user's own progress_file stays; ours goes with the tmp dir
-            self._remove_tmp_path(self._connection._shell.tmpdir)
+    def printer(self, host):
+        return ProgressPrinter(host)
+
+    def final(self, host, module_args, module_result):
         if 'ready' in module_result:
             display.display(final_line(host, module_result, module_args.get('unit')),
                             color=None if module_result.get('ready') else 'red')
-        return merge_hash(result, module_result)
-
-    def _live_progress(self, task_vars):
-        if self._task.async_val or self._task.check_mode or self._play_context.check_mode:
-            return False
-        if getattr(self._connection._shell, '_IS_WINDOWS', False) or self._is_become_unprivileged():
-            return False
-        if stdout_is_a_document():
-            return False
-        wanted = task_vars.get('sglang_wait_progress', True)
-        return boolean(self._templar.template(wanted), strict=False)

@@ -151,105 +151,41 @@ gpus:
   sample: [{index: 0, name: NVIDIA H200, memory_used_mib: 19601, memory_total_mib: 143771}]
 """
 
-import filecmp
 import glob
-import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.llmops.sglang.plugins.module_utils.host_adapters import (
+    SERVICE_PROPERTIES, last_good_facts, unit_facts, venv_facts,
+)
 from ansible_collections.llmops.sglang.plugins.module_utils.host_facts import (
     DEFAULT_PACKAGES,
-    VENV_PROBE,
     checkpoint_status,
     listening_ports,
     parse_cmdline,
-    parse_venv_probe,
     redact_argv,
 )
 from ansible_collections.llmops.sglang.plugins.module_utils.nvidia_smi import parse_query_gpu, query_cmd
-from ansible_collections.llmops.sglang.plugins.module_utils.rollout_state import boot_time_of, process_started_at
 from ansible_collections.llmops.sglang.plugins.module_utils.systemd_props import parse_show
 
-SERVICE_PROPERTIES = ('Id', 'LoadState', 'ActiveState', 'SubState', 'Result', 'NRestarts', 'MainPID',
-                      'InvocationID', 'ActiveEnterTimestamp', 'FragmentPath')
-
-
-def venv_facts(module, venv, packages):
-    python = os.path.join(venv, 'bin', 'python')
-    facts = {'path': venv, 'exists': os.path.exists(python)}
-    if not facts['exists']:
-        facts['error'] = 'no Python at %s' % python
-        return facts
-    rc, out, err = module.run_command([python, '-c', VENV_PROBE, json.dumps(list(packages))])
-    if rc != 0:
-        facts['error'] = 'the venv Python failed (rc=%d): %s' % (rc, (err or out).strip())
-        return facts
-    try:
-        facts.update(parse_venv_probe(out))
-    except ValueError as exc:
-        facts['error'] = str(exc)
-    return facts
+INFO_PROPERTIES = SERVICE_PROPERTIES + ('NRestarts', 'FragmentPath')
 
 
 def service_facts(module, systemctl, unit):
-    rc, out, err = module.run_command([systemctl, 'show', '-p', ','.join(SERVICE_PROPERTIES), unit])
+    rc, out, err = module.run_command([systemctl, 'show', '-p', ','.join(INFO_PROPERTIES), unit])
     if rc != 0:
         return {'exists': False, 'error': (err or out).strip()}
     props = parse_show(out)
-    facts = {
-        'exists': props.get('LoadState') not in ('not-found', ''),
-        'active_state': props.get('ActiveState'),
-        'sub_state': props.get('SubState'),
-        'result': props.get('Result'),
-        'restarts': int(props.get('NRestarts') or 0),
-        'main_pid': int(props.get('MainPID') or 0),
-        'invocation_id': props.get('InvocationID') or '',
-        'since': props.get('ActiveEnterTimestamp') or '',
-        'fragment_path': props.get('FragmentPath') or '',
-        'argv': [],
-        'started_at': None,
-    }
+    facts = unit_facts(props)
+    facts.update(restarts=int(props.get('NRestarts') or 0), main_pid=int(props.get('MainPID') or 0),
+                 fragment_path=props.get('FragmentPath') or '', argv=[])
     if facts['main_pid']:
-        facts['started_at'] = started_at(facts['main_pid'])
         try:
             with open('/proc/%d/cmdline' % facts['main_pid'], 'rb') as handle:
                 facts['argv'] = redact_argv(parse_cmdline(handle.read()))
         except (IOError, OSError):
             pass  # the process ended between the two reads
-    return facts
-
-
-def started_at(pid):
-    """Epoch seconds the process started (for comparing with its configuration files' mtimes), None if unknown."""
-    try:
-        with open('/proc/%d/stat' % pid) as handle:
-            stat_text = handle.read()
-        with open('/proc/stat') as handle:
-            boot_time = boot_time_of(handle.read())
-    except (IOError, OSError):
-        return None
-    if boot_time is None:
-        return None
-    return process_started_at(stat_text, boot_time, os.sysconf('SC_CLK_TCK'))
-
-
-def last_good_facts(spec):
-    directory = spec.get('dir') or ''
-    files = spec.get('files') or {}
-    facts = {'exists': os.path.isfile(os.path.join(directory, 'unit')), 'same': {}, 'pins': None}
-    for name, live in sorted(files.items()):
-        saved = os.path.join(directory, name)
-        if not os.path.exists(saved) or not os.path.exists(live):
-            facts['same'][name] = not os.path.exists(saved) and not os.path.exists(live)
-        else:
-            facts['same'][name] = filecmp.cmp(saved, live, shallow=False)
-    try:
-        with open(os.path.join(directory, 'pins.json')) as handle:
-            pins = json.load(handle)
-        facts['pins'] = pins if isinstance(pins, dict) else None
-    except (IOError, OSError, ValueError):
-        pass
     return facts
 
 
@@ -319,7 +255,7 @@ def main():
     params = module.params
     result = dict(changed=False, venv={}, services={}, model={}, ports={}, gpus=[], last_good={}, mtimes={})
     if params['venv']:
-        result['venv'] = venv_facts(module, params['venv'], params['packages'])
+        result['venv'] = venv_facts(module.run_command, params['venv'], params['packages'])
     if params['services']:
         systemctl = module.get_bin_path('systemctl', required=True)
         for unit in params['services']:
@@ -330,7 +266,7 @@ def main():
     if params['gpus']:
         result['gpus'] = gpu_facts(module)
     if params['last_good']:
-        result['last_good'] = last_good_facts(params['last_good'])
+        result['last_good'] = last_good_facts(params['last_good'].get('dir') or '', params['last_good'].get('files') or {})
     result['mtimes'] = mtime_facts(params['mtimes'])
     module.exit_json(**result)
 

@@ -166,7 +166,6 @@ verify_seconds:
   type: float
 """
 
-import hashlib
 import json
 import os
 import shlex
@@ -178,6 +177,7 @@ from ansible.module_utils.six.moves.urllib.parse import quote
 from ansible.module_utils.urls import open_url
 
 from ansible_collections.llmops.sglang.plugins.module_utils import checkpoint, model_sync
+from ansible_collections.llmops.sglang.plugins.module_utils.checkpoint_adapters import sha256_file, shard_problem, write_cache
 
 CHUNK = 1024 * 1024
 FAILED = '.sync-failed'
@@ -309,43 +309,20 @@ def fetch_peer(module, params, address, name, path, offset, progress):
     return count
 
 
-def sha256_file(path):
-    digest = hashlib.sha256()
-    with open(path, 'rb') as handle:
-        while True:
-            block = handle.read(8 * CHUNK)
-            if not block:
-                return digest.hexdigest()
-            digest.update(block)
-
-
 def verify(staging, manifest):
     """The checkpoint gate's findings on the staging directory (framing, sizes, sha256) and the digests."""
     stats = local_sizes(staging, manifest)
     invalid = []
     for name in sorted(stats):
-        if name.endswith('.safetensors'):
-            with open(os.path.join(staging, name), 'rb') as handle:
-                head = handle.read(8)
-                n = checkpoint.header_length(head)
-                header = handle.read(n) if n is not None and n <= checkpoint.MAX_HEADER_SIZE else b''
-            problem = checkpoint.safetensors_problem(head, header, stats[name])
-            if problem:
-                invalid.append((name, problem))
+        problem = shard_problem(os.path.join(staging, name)) if name.endswith('.safetensors') else None
+        if problem:
+            invalid.append((name, problem))
     digests = dict((name, sha256_file(os.path.join(staging, name))) for name in checkpoint.to_hash(manifest, stats))
     return checkpoint.judge(invalid=invalid, manifest=manifest, stats=stats, digests=digests), digests
 
 
-def record_cache(path, dest, manifest, digests):
-    """Add the verified digests to the preflight gate's cache (its format: checkpoint.render_cache), root-only."""
-    directory = os.path.dirname(path)
-    if not os.path.isdir(os.path.dirname(directory)):
-        return 'not written: %s does not exist yet' % os.path.dirname(directory)
-    if not os.path.isdir(directory):
-        os.mkdir(directory, 0o700)
-    st = os.lstat(directory)
-    if st.st_uid != os.geteuid() or st.st_mode & 0o077:
-        return 'not written: %s is not a private directory of this user' % directory
+def record_cache(path, dest, digests):
+    """Adds the verified digests to the preflight gate's cache (checkpoint_adapters.write_cache: root-only)."""
     files = {}
     if os.path.exists(path):
         with open(path) as handle:
@@ -354,12 +331,7 @@ def record_cache(path, dest, manifest, digests):
         full = os.path.realpath(os.path.join(dest, name))
         st = os.stat(full)
         files[full] = {'size': st.st_size, 'mtime_ns': st.st_mtime_ns, 'sha256': digest}
-    tmp = '%s.%d.tmp' % (path, os.getpid())
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, 'w') as handle:
-        handle.write(checkpoint.render_cache(files))
-    os.rename(tmp, path)
-    return 'written'
+    return write_cache(path, files)
 
 
 def main():
@@ -501,7 +473,7 @@ def main():
     os.rename(staging, dest)
     if params['cache_path']:
         try:
-            result['cache'] = record_cache(params['cache_path'], dest, manifest, digests)
+            result['cache'] = record_cache(params['cache_path'], dest, digests)
         except (IOError, OSError) as exc:
             result['cache'] = 'not written: %s' % exc
     progress.set(force=True, state='done')

@@ -125,36 +125,15 @@ missing:
 
 import glob
 import grp
-import hashlib
-import json
 import os
 import pwd
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.sglang.plugins.module_utils.host_facts import VENV_PROBE, parse_venv_probe
-from ansible_collections.llmops.sglang.plugins.module_utils.rollout_state import boot_time_of, process_started_at
+from ansible_collections.llmops.sglang.plugins.module_utils.host_adapters import (
+    SERVICE_PROPERTIES, digest, last_good_facts, unit_facts, venv_facts,
+)
 from ansible_collections.llmops.sglang.plugins.module_utils.systemd_props import parse_show
-
-SERVICE_PROPERTIES = ('LoadState', 'ActiveState', 'SubState', 'Result', 'MainPID', 'InvocationID',
-                      'ActiveEnterTimestamp')
-
-
-def digest(path):
-    """SHA-1 of a file's bytes (what ansible.builtin.template and copy compare), None when it does not exist."""
-    try:
-        with open(path, 'rb') as handle:
-            return hashlib.sha1(handle.read()).hexdigest()
-    except (IOError, OSError):
-        return None
-
-
-def read_text(path):
-    try:
-        with open(path) as handle:
-            return handle.read()
-    except (IOError, OSError):
-        return None
 
 
 def services(module, units):
@@ -164,40 +143,14 @@ def services(module, units):
     systemctl = module.get_bin_path('systemctl', required=True)
     _rc, out, _err = module.run_command([systemctl, 'show', '-p', ','.join(SERVICE_PROPERTIES)] + list(units))
     blocks = out.strip().split('\n\n') if out.strip() else []
-    boot_time = boot_time_of(read_text('/proc/stat') or '')
-    result = {}
-    for index, unit in enumerate(units):
-        props = parse_show(blocks[index]) if index < len(blocks) else {}
-        facts = {
-            'exists': props.get('LoadState') not in ('not-found', '', None),
-            'active_state': props.get('ActiveState'),
-            'sub_state': props.get('SubState'),
-            'result': props.get('Result'),
-            'invocation_id': props.get('InvocationID') or '',
-            'since': props.get('ActiveEnterTimestamp') or '',
-            'started_at': None,
-        }
-        pid = int(props.get('MainPID') or 0)
-        stat_text = read_text('/proc/%d/stat' % pid) if pid else None
-        if stat_text and boot_time is not None:
-            facts['started_at'] = process_started_at(stat_text, boot_time, os.sysconf('SC_CLK_TCK'))
-        result[unit] = facts
-    return result
+    return dict((unit, unit_facts(parse_show(blocks[index]) if index < len(blocks) else {}))
+                for index, unit in enumerate(units))
 
 
 def last_good(directory, files):
     """Whether each live file equals its last-known-good copy (both absent counts as equal), and the saved pins."""
-    facts = {'exists': os.path.isfile(os.path.join(directory, 'unit')), 'same': {}, 'pins': None}
-    for name, live in sorted(files.items()):
-        if name == 'shim':
-            continue  # not part of a saved configuration (vars/main.yml __sglang_config_files)
-        facts['same'][name] = digest(os.path.join(directory, name)) == digest(live)
-    try:
-        pins = json.loads(read_text(os.path.join(directory, 'pins.json')) or 'null')
-        facts['pins'] = pins if isinstance(pins, dict) else None
-    except ValueError:
-        pass
-    return facts
+    # The shim is not part of a saved configuration (vars/main.yml __sglang_config_files).
+    return last_good_facts(directory, dict((name, path) for name, path in files.items() if name != 'shim'))
 
 
 def mtimes(patterns):
@@ -209,21 +162,6 @@ def mtimes(patterns):
             except OSError:
                 found.append(None)
     return found
-
-
-def venv(module, path, packages):
-    python = os.path.join(path, 'bin', 'python')
-    if not os.path.exists(python):
-        return {'path': path, 'exists': False, 'error': 'no Python at %s' % python}
-    rc, out, err = module.run_command([python, '-c', VENV_PROBE, json.dumps(list(packages))])
-    if rc != 0:
-        return {'path': path, 'exists': True, 'error': 'the venv Python failed (rc=%d): %s' % (rc, (err or out).strip())}
-    facts = {'path': path, 'exists': True}
-    try:
-        facts.update(parse_venv_probe(out))
-    except ValueError as exc:
-        facts['error'] = str(exc)
-    return facts
 
 
 def apt_missing(module, names):
@@ -270,7 +208,7 @@ def main():
         if not spec.get('unit') or not isinstance(spec.get('files') or {}, dict):
             module.fail_json(msg='instances[%d]: expected a dict with unit (a string) and files (name -> path), got %r'
                                  % (index, spec))
-    venvs = dict((path, venv(module, path, params['packages'])) for path in params['venvs'])
+    venvs = dict((path, venv_facts(module.run_command, path, params['packages'])) for path in params['venvs'])
     first = venvs.get(params['venvs'][0], {}) if params['venvs'] else {}
     names = [name.replace('{python_major_minor}', first.get('python_major_minor') or '3')
              for name in params['apt_packages']]

@@ -195,7 +195,6 @@ checkpoint:
 """
 
 import glob
-import hashlib
 import json
 import os
 import stat
@@ -205,10 +204,10 @@ from concurrent.futures import ThreadPoolExecutor
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.llmops.sglang.plugins.module_utils import checkpoint, gpu_health, nvidia_smi
+from ansible_collections.llmops.sglang.plugins.module_utils.checkpoint_adapters import sha256_file, shard_problem, write_cache
 from ansible_collections.llmops.sglang.plugins.module_utils.fleet_report import health_summary
 from ansible_collections.llmops.sglang.plugins.module_utils.systemd_props import parse_show
 
-CHUNK = 8 * 1024 * 1024
 INDEX_FILE = 'model.safetensors.index.json'
 
 
@@ -364,26 +363,6 @@ def shard_names(path, files):
     return sorted(name for name in files if name.endswith('.safetensors'))
 
 
-def shard_problem(full):
-    with open(full, 'rb') as handle:
-        head = handle.read(8)
-        n = checkpoint.header_length(head)
-        header = handle.read(n) if n is not None and n <= checkpoint.MAX_HEADER_SIZE else b''
-        size = os.fstat(handle.fileno()).st_size
-    return checkpoint.safetensors_problem(head, header, size)
-
-
-def sha256_file(full):
-    digest = hashlib.sha256()
-    with open(full, 'rb') as handle:
-        while True:
-            block = handle.read(CHUNK)
-            if not block:
-                break
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def cache_trusted(path):
     """The cache (and its directory) must be root's and private, or it is not believed."""
     for candidate, is_dir in ((os.path.dirname(path), True), (path, False)):
@@ -394,24 +373,6 @@ def cache_trusted(path):
         if st.st_uid != 0 or st.st_mode & 0o077 or (stat.S_ISDIR(st.st_mode) != is_dir) or stat.S_ISLNK(st.st_mode):
             return False
     return True
-
-
-def write_cache(path, files):
-    directory = os.path.dirname(path)
-    if not os.path.isdir(os.path.dirname(directory)):
-        # The state directory is made (with its owner and mode) by the role after the preflight: never make it here.
-        return 'not written: %s does not exist yet (the first deployment makes it)' % os.path.dirname(directory)
-    if not os.path.isdir(directory):
-        os.mkdir(directory, 0o700)
-    st = os.lstat(directory)
-    if st.st_uid != os.geteuid() or st.st_mode & 0o077 or not stat.S_ISDIR(st.st_mode):
-        return 'not written: %s is not a private directory of this user' % directory
-    tmp = '%s.%d.tmp' % (path, os.getpid())
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_NOFOLLOW', 0), 0o600)
-    with os.fdopen(fd, 'w') as handle:
-        handle.write(checkpoint.render_cache(files))
-    os.rename(tmp, path)
-    return 'written'
 
 
 def checkpoint_gate(module, params):

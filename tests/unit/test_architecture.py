@@ -109,3 +109,45 @@ def test_the_collection_imports_nothing_of_the_tests_or_the_bench():
     def allowed(_path, name):
         return name.split('.')[0] not in ('tests', 'bench', 'fleet', 'conftest', 'sglang_standin')
     assert broken('plugins/**/*.py', allowed) == {}
+
+
+# What starts another process: a unit test that does is a local test (tests/local, `make local`) by another name.
+SPAWNING_MODULES = ('subprocess', 'multiprocessing', 'pty', 'pexpect', 'concurrent.futures.process')
+SPAWNING_CALLS = ('os.system', 'os.popen', 'os.fork', 'os.forkpty', 'os.posix_spawn', 'os.posix_spawnp')
+SPAWNING_PREFIXES = ('os.spawn', 'os.exec')
+ANSIBLE_COMMANDS = ('ansible', 'ansible-playbook', 'ansible-test', 'ansible-galaxy')
+
+
+def spawns(path):
+    """What in a file starts a process: the modules it imports for that, os calls, or an ansible command it names."""
+    with open(path, encoding='utf-8') as handle:
+        tree = ast.parse(handle.read(), path)
+    found = set()
+    for name in imports(path):
+        if name.lstrip('.') in SPAWNING_MODULES or name.split('.')[0] in SPAWNING_MODULES:
+            found.add('import %s' % name)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            dotted = '%s.%s' % (node.value.id, node.attr)
+            if dotted in SPAWNING_CALLS or dotted.startswith(SPAWNING_PREFIXES):
+                found.add(dotted)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in ANSIBLE_COMMANDS:
+            found.add('runs %r' % node.value)
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and isinstance(node.right, ast.Constant):
+            if node.right.value in ANSIBLE_COMMANDS:   # Path(sys.executable).parent / 'ansible'
+                found.add('runs %r' % node.right.value)
+    return sorted(found)
+
+
+def test_unit_tests_start_no_process():
+    # No venv, fleet, network or ansible run under tests/unit: such tests live in tests/local (or tests/integration).
+    # (This file only names the commands, in ANSIBLE_COMMANDS.)
+    problems = {os.path.relpath(path, ROOT): spawns(path) for path in files('tests/unit/**/*.py')
+                if path != os.path.abspath(__file__)}
+    assert {path: found for path, found in problems.items() if found} == {}
+
+
+def test_the_spawn_check_sees_what_the_local_tests_do():
+    # The check above can fail: the tests that moved to tests/local are what it would refuse.
+    seen = {os.path.basename(path): spawns(path) for path in files('tests/local/plugins/**/*.py')}
+    assert 'import subprocess' in seen['test_sglang_host_lock.py'] and "runs 'ansible'" in seen['test_sglang_observe.py']

@@ -58,11 +58,16 @@ class Logger(object):
 
 def event(name, **fields):
     """Append one JSON line to $SGLANG_STANDIN_EVENT_LOG (if set) at the moment of the event."""
-    path = os.environ.get("SGLANG_STANDIN_EVENT_LOG")
-    if not path:
-        return
     record = {"event": name, "time": time.time(), "monotonic": time.monotonic(), "pid": os.getpid()}
     record.update(fields)
+    append_json_line(os.environ.get("SGLANG_STANDIN_EVENT_LOG"), record)
+
+
+def append_json_line(path, record):
+    """One JSON line appended to path (nothing when path is empty) in one write with O_APPEND, so the lines of
+    several processes and threads stay whole; a path that cannot be opened is skipped (a test log, never fatal)."""
+    if not path:
+        return
     line = (json.dumps(record, sort_keys=True) + "\n").encode()
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

@@ -1059,18 +1059,8 @@ def sse(obj):
 
 
 def request_log(path, record):
-    """One JSON line per /v1 request (one write with O_APPEND), for tests: what was served when, in what state."""
-    if not path:
-        return
-    line = (json.dumps(record, sort_keys=True) + "\n").encode()
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    except OSError:
-        return
-    try:
-        os.write(fd, line)
-    finally:
-        os.close(fd)
+    """One JSON line per /v1 request, for tests: what was served when, in what state."""
+    logfmt.append_json_line(path, record)
 
 
 class FollowerHandler(Handler):

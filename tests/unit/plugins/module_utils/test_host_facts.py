@@ -6,7 +6,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
-import subprocess
 import sys
 
 import pytest
@@ -22,9 +21,11 @@ from ansible_collections.llmops.sglang.plugins.module_utils.host_facts import (
 )
 
 
-def test_venv_probe_runs_in_a_real_python_and_parses():
-    out = subprocess.check_output([sys.executable, '-c', VENV_PROBE, json.dumps(['pytest', 'surely-not-installed'])])
-    facts = parse_venv_probe(out.decode())
+def test_venv_probe_runs_in_a_real_python_and_parses(monkeypatch, capsys):
+    # The script as `python -c VENV_PROBE NAMES` runs it, in this interpreter: argv[1] is the names, stdout the facts.
+    monkeypatch.setattr(sys, 'argv', ['-c', json.dumps(['pytest', 'surely-not-installed'])])
+    exec(compile(VENV_PROBE, '<VENV_PROBE>', 'exec'), {'__name__': '__main__'})  # pylint: disable=exec-used
+    facts = parse_venv_probe(capsys.readouterr().out)
     assert facts['python_major_minor'] == '%d.%d' % sys.version_info[:2]
     assert facts['packages']['pytest'] == pytest.__version__
     assert facts['packages']['surely-not-installed'] is None

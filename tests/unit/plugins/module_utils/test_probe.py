@@ -6,113 +6,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
-import socket
-import threading
-
 import pytest
 
 requests = pytest.importorskip('requests')
 jmespath = pytest.importorskip('jmespath')
 
 from ansible_collections.llmops.sglang.plugins.module_utils import probe as P  # noqa: E402  pylint: disable=wrong-import-position
-
-try:
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-except ImportError:  # pragma: no cover - Python 2 never runs these tests
-    raise
-
-
-def chat_body(content='OK', reasoning=None, tokens=2, choices=True):
-    msg = {'role': 'assistant', 'content': content}
-    if reasoning is not None:
-        msg['reasoning_content'] = reasoning
-    body = {'id': 'x', 'object': 'chat.completion', 'model': 'kimi-k2.6',
-            'choices': [{'index': 0, 'message': msg, 'finish_reason': 'length'}] if choices else [],
-            'usage': {'prompt_tokens': 9, 'completion_tokens': tokens, 'total_tokens': 9 + (tokens or 0)}}
-    if tokens is None:
-        del body['usage']
-    return body
-
-
-class FakeServer(object):
-    """A tiny HTTP server whose answers the test scripts per path: (status, body, delay seconds).
-
-    body: dict/list (sent as JSON), str/bytes (sent as is), or a callable(request) -> (status, body, delay).
-    """
-
-    def __init__(self):
-        self.routes = {}
-        self.requests = []
-        self._stop = threading.Event()
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = 'HTTP/1.1'
-
-            def log_message(self, *args):
-                pass
-
-            def _answer(self):
-                length = int(self.headers.get('Content-Length') or 0)
-                raw = self.rfile.read(length) if length else b''
-                req = {'method': self.command, 'path': self.path, 'headers': dict(self.headers),
-                       'json': json.loads(raw.decode('utf-8')) if raw else None}
-                outer.requests.append(req)
-                spec = outer.routes.get(self.path, (404, {'detail': 'Not Found'}, 0))
-                if callable(spec):
-                    spec = spec(req)
-                status, body, delay = spec
-                if delay:
-                    outer._stop.wait(delay)
-                if isinstance(body, (dict, list)):
-                    data, ctype = json.dumps(body).encode('utf-8'), 'application/json'
-                else:
-                    data, ctype = body if isinstance(body, bytes) else body.encode('utf-8'), 'text/plain'
-                try:
-                    self.send_response(status)
-                    self.send_header('Content-Type', ctype)
-                    self.send_header('Content-Length', str(len(data)))
-                    if 300 <= status < 400:
-                        self.send_header('Location', '/elsewhere')
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-            do_GET = _answer
-            do_POST = _answer
-
-        self.httpd = ThreadingHTTPServer(('127.0.0.1', 0), Handler)
-        self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
-        self.url = 'http://127.0.0.1:%d' % self.port
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={'poll_interval': 0.05})
-        self.thread.daemon = True
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(5)
-
-
-@pytest.fixture
-def server():
-    with FakeServer() as srv:
-        yield srv
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+from ansible_collections.llmops.sglang.tests.unit.plugins.fakes import chat_body, free_port  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def send(step, url, model='kimi-k2.6', timeout=5.0, expect=None, expect_text=None, **kw):

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""sglang_model_sync run for real on this machine against a loopback mirror: check mode, an interrupted transfer
+"""sglang_model_sync's main() run for real in this process against a loopback mirror: check mode, an interrupted transfer
 and its resume from the byte it stopped at, a damaged file refused and removed, a version already present.
 
 The peer transport (ssh) needs a second host: tests/integration/test_sync.py covers it on the fleet."""
@@ -13,12 +13,13 @@ import hashlib
 import json
 import os
 import struct
-import subprocess
-import sys
 
 import pytest
 
 from model_mirror import Mirror  # tests/model_mirror.py
+
+from ansible_collections.llmops.sglang.plugins.modules import sglang_model_sync as mod
+from ansible_collections.llmops.sglang.tests.unit.plugins import fakes
 
 SHARDS = ['model-%05d-of-00003.safetensors' % i for i in range(1, 4)]
 
@@ -43,14 +44,12 @@ def mirror(tmp_path):
     server.stop()
 
 
-def run(tmp_path, check=False, **args):
-    path = tmp_path / 'args.json'
-    args = dict(args, _ansible_check_mode=check)
-    path.write_text(json.dumps({'ANSIBLE_MODULE_ARGS': args}))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    out = subprocess.run([sys.executable, '-m', 'ansible_collections.llmops.sglang.plugins.modules.sglang_model_sync',
-                          str(path)], env=env, capture_output=True, text=True, check=False)
-    return json.loads(out.stdout)
+@pytest.fixture
+def run(capsys):
+    """The module's main() run in-process: run(tmp_path, check=False, **options) -> its result."""
+    def call(_tmp_path, check=False, **args):
+        return fakes.run_module(mod, args, capsys, check_mode=check)
+    return call
 
 
 def args_for(tmp_path, server, manifest, **more):
@@ -58,7 +57,7 @@ def args_for(tmp_path, server, manifest, **more):
                  'mirror': 'http://127.0.0.1:%d/' % server.port, 'progress_file': str(tmp_path / 'progress.json')}, **more)
 
 
-def test_check_mode_reports_and_fetches_nothing(tmp_path, mirror):
+def test_check_mode_reports_and_fetches_nothing(tmp_path, mirror, run):
     server, _source, manifest = mirror
     result = run(tmp_path, check=True, **args_for(tmp_path, server, manifest))
     assert result['changed'] and result['state'] == 'would sync' and result['source'] == 'mirror', result
@@ -66,7 +65,7 @@ def test_check_mode_reports_and_fetches_nothing(tmp_path, mirror):
     assert server.sent == {} and not (tmp_path / 'versions').exists()
 
 
-def test_an_interrupted_transfer_resumes_where_it_stopped_and_the_version_appears_whole(tmp_path, mirror):
+def test_an_interrupted_transfer_resumes_where_it_stopped_and_the_version_appears_whole(tmp_path, mirror, run):
     server, _source, manifest = mirror
     server.cut[SHARDS[1]] = 70000
     first = run(tmp_path, **args_for(tmp_path, server, manifest))
@@ -89,7 +88,7 @@ def test_an_interrupted_transfer_resumes_where_it_stopped_and_the_version_appear
     assert third['changed'] is False and third['state'] == 'present', third
 
 
-def test_a_damaged_file_is_refused_removed_and_fetched_again(tmp_path, mirror):
+def test_a_damaged_file_is_refused_removed_and_fetched_again(tmp_path, mirror, run):
     server, source, manifest = mirror
     good = (source / SHARDS[2]).read_bytes()
     (source / SHARDS[2]).write_bytes(good[:-1] + bytes([good[-1] ^ 1]))  # same size, one bit flipped
@@ -104,7 +103,7 @@ def test_a_damaged_file_is_refused_removed_and_fetched_again(tmp_path, mirror):
     assert all(f['action'] == 'have' for f in again['files'] if f['file'] != SHARDS[2])
 
 
-def test_a_directory_that_is_not_this_version_is_refused(tmp_path, mirror):
+def test_a_directory_that_is_not_this_version_is_refused(tmp_path, mirror, run):
     server, _source, manifest = mirror
     (tmp_path / 'versions' / 'v1').mkdir(parents=True)
     result = run(tmp_path, **args_for(tmp_path, server, manifest))
@@ -112,7 +111,7 @@ def test_a_directory_that_is_not_this_version_is_refused(tmp_path, mirror):
     assert server.sent == {}
 
 
-def test_no_mirror_and_no_peer_with_it_is_refused_naming_the_input(tmp_path, mirror):
+def test_no_mirror_and_no_peer_with_it_is_refused_naming_the_input(tmp_path, mirror, run):
     _server, _source, manifest = mirror
     result = run(tmp_path, dest=str(tmp_path / 'v' / 'v1'), version='v1', manifest=manifest, host='a',
                  peers=[{'name': 'a', 'address': '10.0.0.1', 'have': False}])

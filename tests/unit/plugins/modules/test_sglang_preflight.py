@@ -18,21 +18,14 @@ import time
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
-
 from ansible_collections.llmops.sglang.plugins.modules import sglang_preflight as mod
+from ansible_collections.llmops.sglang.tests.unit.plugins import fakes
 
 STANDIN_SRC = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..', '..', 'standin', 'src'))
 
 
 def run_module(args, capsys, check_mode=False):
-    args = dict(args)
-    if check_mode:
-        args['_ansible_check_mode'] = True
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            mod.main()
-    return json.loads(capsys.readouterr().out)
+    return fakes.run_module(mod, args, capsys, check_mode)
 
 
 def make_model(path, shards=3, nbytes=4096):

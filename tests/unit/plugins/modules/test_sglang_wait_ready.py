@@ -20,35 +20,16 @@ import pytest
 
 pytest.importorskip('requests')
 
-from ansible.module_utils.testing import patch_module_args  # noqa: E402  pylint: disable=wrong-import-position
-
 from ansible_collections.llmops.sglang.plugins.module_utils.wait_adapters import Host  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.llmops.sglang.plugins.modules import sglang_wait_ready as mod  # noqa: E402  pylint: disable=wrong-import-position
-from ansible_collections.llmops.sglang.tests.unit.plugins.module_utils.test_probe import (  # noqa: E402  pylint: disable=wrong-import-position
-    FakeServer, chat_body, free_port,
-)
+from ansible_collections.llmops.sglang.tests.unit.plugins import fakes  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.llmops.sglang.tests.unit.plugins.fakes import chat_body, free_port  # noqa: E402  pylint: disable=wrong-import-position
 
 SECRET = 'sk-unit-secret-5150'
 
 
 def run_module(args, capsys, check_mode=False):
-    args = dict(args)
-    if check_mode:
-        args['_ansible_check_mode'] = True
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as exc:
-            mod.main()
-    out = capsys.readouterr().out
-    result = json.loads(out)
-    result['_rc'] = exc.value.code
-    result['_raw'] = out
-    return result
-
-
-@pytest.fixture
-def server():
-    with FakeServer() as srv:
-        yield srv
+    return fakes.run_module(mod, args, capsys, check_mode)
 
 
 # ------------------------------------------------------------------ validation
@@ -337,37 +318,27 @@ def test_port_owner_recognises_the_units_listener(server):
 
 
 def test_port_owner_spots_a_foreign_listener(server, tmp_path):
-    import subprocess
     from ansible_collections.llmops.sglang.plugins.module_utils.systemd_props import unit_props
-    other = subprocess.Popen(['sleep', '30'])
-    try:
-        host = bare_host()
-        theirs = unit_props({'MainPID': str(other.pid), 'ControlGroup': ''})
-        assert host.port_owner(server.port, theirs) is False
-        assert host.port_owner(server.port, theirs) is False   # remembered, not rescanned
-        assert host.port_owner(free_port(), theirs) is None     # nothing listens: cannot tell
-    finally:
-        other.kill()
-        other.wait()
+    # Another live process of this user, whose descriptors are readable and hold no socket of the port: pytest's parent.
+    host = bare_host()
+    theirs = unit_props({'MainPID': str(os.getppid()), 'ControlGroup': ''})
+    assert host.port_owner(server.port, theirs) is False
+    assert host.port_owner(server.port, theirs) is False   # remembered, not rescanned
+    assert host.port_owner(free_port(), theirs) is None     # nothing listens: cannot tell
 
 
 def test_a_busy_http_port_is_named_as_the_cause_at_once(fake_systemd, server, capsys):
     """SGLang 0.5.23 after uvicorn's [Errno 98]: the unit stays active for 2 minutes (its warmup polls /model_info
     120 x 1 s) while another process answers on the port. The waiter ends as soon as both are seen."""
-    import subprocess
-    unit_process = subprocess.Popen(['sleep', '120'])
-    try:
-        (fake_systemd / 'show.0').write_text(SHOW_RUNNING.format(pid=unit_process.pid).replace('activating', 'active')
-                                             .replace('SubState=start', 'SubState=running'))
-        (fake_systemd / 'backfill').write_text('\n'.join([
-            jrec('[2026-05-30 14:36:15 TP0] Load weight begin. avail mem=177.20 GB', cursor='s=1;i=1'),
-            jrec("ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', %d): address already in use"
-                 % server.port, cursor='s=1;i=2'),
-        ]) + '\n')
-        res = run_module({'unit': 'sglang-k26.service', 'url': server.url, 'timeout': 100, 'max_poll_interval': 1}, capsys)
-    finally:
-        unit_process.kill()
-        unit_process.wait()
+    # The unit's main process: another live process of this user that holds no socket of the port (pytest's parent).
+    (fake_systemd / 'show.0').write_text(SHOW_RUNNING.format(pid=os.getppid()).replace('activating', 'active')
+                                         .replace('SubState=start', 'SubState=running'))
+    (fake_systemd / 'backfill').write_text('\n'.join([
+        jrec('[2026-05-30 14:36:15 TP0] Load weight begin. avail mem=177.20 GB', cursor='s=1;i=1'),
+        jrec("ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', %d): address already in use"
+             % server.port, cursor='s=1;i=2'),
+    ]) + '\n')
+    res = run_module({'unit': 'sglang-k26.service', 'url': server.url, 'timeout': 100, 'max_poll_interval': 1}, capsys)
     assert res['failed'] and res['reason'] == 'unit_failed', res['msg']
     assert 'could not bind its port' in res['msg'] and 'address already in use' in res['msg'], res['msg']
     # The holder is this test process, which serves the port.
