@@ -12,7 +12,7 @@ from pathlib import Path
 
 from fleet.client import Fleet, FleetTool  # tests/fleet: run.py puts tests/ on sys.path
 
-from .common import BENCH, EVENT_LOG, MODEL_NAME, PORT, REPO, playbook
+from .common import BENCH, EVENT_LOG, MODEL_NAME, PORT, REPO, run_playbook
 
 __metaclass__ = type  # pylint: disable=invalid-name
 
@@ -79,20 +79,19 @@ class BenchFleet:
 
 def prepare_hosts(fleet):
     """The benchmark's two units on every host, deployed by the collection's role (bench/playbooks/units.yml): hosts
-    the fleet-cost section did not prepare first become what the seeds found (tests/fleet/demo_prepare.yml)."""
+    not prepared yet become what the seeds found (tests/fleet/demo_prepare.yml)."""
     names = [host["name"] for host in fleet.hosts]
     bare = [host["name"] for host in fleet.hosts
             if fleet.ssh(host, "test -x /opt/sglang/venv/bin/python", check=False).returncode != 0]
     if bare:
-        _wall, rc, _changed, tail = playbook(fleet, REPO / "tests" / "fleet" / "demo_prepare.yml", limit=",".join(bare))
-        if rc != 0:
-            raise RuntimeError("demo_prepare.yml failed:\n" + tail)
-    _wall, rc, _changed, tail = playbook(fleet, BENCH / "playbooks" / "units.yml", limit=",".join(names),
-                                         extra={"bench_hosts": ",".join(names), "bench_port": PORT,
-                                                "bench_model": MODEL_NAME,
-                                                "bench_env": fleet.group_vars.get("sglang_env", {})})
-    if rc != 0:
-        raise RuntimeError("the benchmark's units (bench/playbooks/units.yml) failed:\n" + tail)
+        run = run_playbook(fleet, REPO / "tests" / "fleet" / "demo_prepare.yml", limit=",".join(bare))
+        if run["rc"] != 0:
+            raise RuntimeError("demo_prepare.yml failed:\n" + run["tail"])
+    run = run_playbook(fleet, BENCH / "playbooks" / "units.yml", limit=",".join(names),
+                       extra={"bench_hosts": ",".join(names), "bench_port": PORT, "bench_model": MODEL_NAME,
+                              "bench_env": fleet.group_vars.get("sglang_env", {})})
+    if run["rc"] != 0:
+        raise RuntimeError("the benchmark's units (bench/playbooks/units.yml) failed:\n" + run["tail"])
 
 
 def start_server(fleet, host, unit, env):
