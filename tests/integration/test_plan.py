@@ -19,11 +19,14 @@ UNIT = 'sglang-k26.service'
 ENV_FILE = '/etc/sglang/sglang-k26.env'
 TEST_ENV = {'SGLANG_STANDIN_PACE': '0.02', 'SGLANG_STANDIN_GPU': 'rtx_pro_6000', 'SGLANG_STANDIN_STATE_DIR': '/var/lib/sglang/sglang-k26'}
 ROLLOUT_PLAY = 'PLAY [Roll out the restarts of Kimi K2.6]'
+# Two secrets, as a production fleet has (an API key, a Hugging Face token): the plan compares the secrets file by
+# digest, and a no-op must find it unchanged (a digest rendered unlike the file would restart every host, every run).
+SECRETS = {'sglang_api_key': 'sk-plan-7d1c05e2b9', 'sglang_hf_token': 'hf_plan_3a8f60c41e'}
 
 
 def deploy(fleet, inventory, *args, **extra_vars):
     """deploy_k26.yml on the three hosts (a larger session fleet has more: they are not part of these tests)."""
-    extra = {'sglang_env': TEST_ENV, 'k26_hosts': ','.join(h.name for h in fleet.hosts[:3])}
+    extra = dict(SECRETS, sglang_env=TEST_ENV, k26_hosts=','.join(h.name for h in fleet.hosts[:3]))
     extra.update(extra_vars)
     return fleet.playbook('playbooks/deploy_k26.yml', extra, extra_args=['-i', local_groups_inventory(), '-i', inventory] + list(args))
 
@@ -90,6 +93,7 @@ def test_a_noop_rerun_plans_nothing_and_restarts_nothing(plan_fleet):
     assert rollout_batches(result.stdout) == [] or rollout_batches(result.stdout) == [[]], result
     assert re.findall(r'changed=(\d+)', result.stdout) and set(re.findall(r'changed=(\d+)', result.stdout)) == {'0'}, result
     assert dict((h.name, invocation(fleet, h)) for h in (single, rank0, rank1)) == before
+    assert not [value for value in SECRETS.values() if value in result.stdout], 'a secret in the output'
     # The fleet report still shows every host, from the plan's observation.
     for host in (single, rank0, rank1):
         assert re.search(r'%s\s+%s\s+active since' % (host.name, re.escape(UNIT)), result.stdout), result
@@ -136,7 +140,8 @@ def test_a_change_on_rank_1_rolls_the_whole_group_in_one_batch(plan_fleet):
     after = dict((h.name, invocation(fleet, h)) for h in (single, rank0, rank1))
     assert after[rank0.name] != before[rank0.name] and after[rank1.name] != before[rank1.name]
     assert after[single.name] == before[single.name]
-    fleet.run(rank0, 'python3 -c "import urllib.request as u; u.urlopen(\'http://127.0.0.1:30001/v1/models\')"', check=True)
+    fleet.run(rank0, 'python3 -c "import urllib.request as u; u.urlopen(u.Request(\'http://127.0.0.1:30001/v1/models\', '
+                     'headers={\'Authorization\': \'Bearer %s\'}))"' % SECRETS['sglang_api_key'], check=True)
 
 
 def test_tags_sglang_preflight_runs_the_preflight_alone(plan_fleet):

@@ -1,0 +1,189 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, llmops.sglang contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Benchmarks of llmops.sglang on a private local fleet: detection lag, CPU cost of waiting, rollout at fleet scale.
+
+Run as root from the repository root with the repo venv's Python (it needs ansible-core and PyYAML from there):
+
+    .venv/bin/python bench/run.py            # full run, about 15 minutes on 2 cores
+    .venv/bin/python bench/run.py --quick    # smoke run, a few minutes
+    .venv/bin/python bench/run.py --render bench/results/XXX.json   # rewrite docs/benchmarks.md from raw results
+    .venv/bin/python bench/run.py --only rollout   # one section; the page keeps the others from docs/benchmarks.json
+
+It boots its own fleet (tests/fleet/fleet.py, own state dir, prefix and addresses, so the shared fleet and other
+users are never touched), measures, writes bench/results/<stamp>.json, docs/benchmarks.json and docs/benchmarks.md,
+and removes the fleet (also on failure and Ctrl-C) unless --keep-fleet.
+
+Clocks: the fleet hosts are containers on this machine's kernel, so the stand-in's event times (time.time() on the
+host) and this driver's time.time() are the same clock; a lag is verdict time (seen here) minus event time.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import argparse
+import datetime
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .common import BENCH, COLLECTIONS, LOOP_CAP, REPO, log
+from .cpu import run_cpu
+from .hosts import BenchFleet, prepare_hosts
+from .lag import run_lag
+from .model_sync import run_model_sync
+from .page import evaluate, render
+from .rollout import SIZES, run_rollout
+from .router_drain import run_router_drain
+from .summary import LoadSampler, machine_info, summarize_lag
+
+__metaclass__ = type  # pylint: disable=invalid-name
+
+SECTIONS = ["rollout", "cpu", "lag", "sync", "router"]
+
+
+def ensure_tools():
+    missing = [tool for tool in ("curl", "ssh") if shutil.which(tool) is None]
+    if missing:
+        packages = {"curl": "curl", "ssh": "openssh-client"}
+        subprocess.run(["apt-get", "install", "-y", "-q"] + [packages[m] for m in missing], check=True,
+                       stdout=subprocess.DEVNULL)
+    if not (Path(sys.executable).parent / "ansible-playbook").exists():
+        raise SystemExit("run with the repo venv's python (make setup): ansible-playbook is not next to %s"
+                         % sys.executable)
+    if not (COLLECTIONS / "ansible_collections" / "llmops" / "sglang").exists():
+        raise SystemExit("%s is missing: run `make setup` first" % COLLECTIONS)
+
+
+def carry_over(results, sections):
+    """With --only: the other sections' results from the committed docs/benchmarks.json, so the page stays whole."""
+    path = REPO / "docs" / "benchmarks.json"
+    if not path.exists():
+        return
+    previous = json.loads(path.read_text(encoding="utf-8"))
+    keys = {"cpu": ["cpu"], "lag": ["lag_trials", "lag_summary", "lag_hosts"], "sync": ["model_sync"],
+            "rollout": ["rollout"], "router": ["router"]}
+    carried = [section for section in SECTIONS if section not in sections
+               and any(key in previous for key in keys[section])]
+    for section in carried:
+        for key in keys[section]:
+            if key in previous:
+                results[key] = previous[key]
+    if carried:
+        results["fleet_hosts"] = previous.get("fleet_hosts", results["fleet_hosts"])
+        results["carried_over"] = {"sections": carried, "started": previous.get("started"),
+                                   "duration_s": previous.get("duration_s"),
+                                   "load_average": previous.get("load_average")}
+        results["extra_notes"] = [note for note in results["extra_notes"] if "not measured" not in note]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+    parser.add_argument("--quick", action="store_true", help="smoke run: one trial per scenario, short windows")
+    parser.add_argument("--state-dir", default="/tmp/llmops-bench-fleet-%d" % os.getpid())
+    parser.add_argument("--prefix", default="bn%04d" % (os.getpid() % 10000))
+    parser.add_argument("--keep-fleet", action="store_true")
+    parser.add_argument("--seed", type=int, default=None, help="random seed of the timelines")
+    parser.add_argument("--output", default=str(REPO / "docs" / "benchmarks.md"))
+    parser.add_argument("--render", metavar="RESULTS_JSON", help="only rewrite the page from raw results")
+    parser.add_argument("--skip", action="append", default=[], choices=SECTIONS)
+    parser.add_argument("--only", action="append", default=[], choices=SECTIONS,
+                        help="run only these sections (the page keeps the others' last results)")
+    # Hidden: the rollout's fleet sizes, to validate the section on a small fleet (--quick --only rollout).
+    parser.add_argument("--rollout-sizes", default=",".join(str(s) for s in SIZES), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    sections = [s for s in (args.only or SECTIONS) if s not in args.skip]
+
+    if args.render:
+        results = json.loads(Path(args.render).read_text(encoding="utf-8"))
+        if results.get("lag_trials"):
+            results["lag_summary"] = summarize_lag(results["lag_trials"])
+        results["notes"] = evaluate(results)
+        Path(args.output).write_text(render(results), encoding="utf-8")
+        return 0
+    if os.geteuid() != 0:
+        raise SystemExit("needs root (the fleet: network namespaces, overlay mounts, cgroups)")
+    ensure_tools()
+    seed = args.seed if args.seed is not None else int(time.time())
+    rng = random.Random(seed)
+    if args.quick:
+        # A smoke run: one trial per scenario, a short CPU window, no rollout unless --only rollout (its fleet and
+        # first deploy alone take minutes); the crash loop trial ends before the seeds' loops could see the start limit.
+        plan = {"hosts": 5, "lag_hosts": 4, "lag_trials": 1, "cpu_window": 20.0, "cpu_rounds": 1, "loop_cap": 30.0,
+                "rollout": "rollout" in args.only}
+    else:
+        plan = {"hosts": 6, "lag_hosts": 5, "lag_trials": 5, "cpu_window": 60.0, "cpu_rounds": 3, "loop_cap": 85.0,
+                "rollout": True}
+    plan["rollout_sizes"] = [int(size) for size in args.rollout_sizes.split(",")]
+    LOOP_CAP[0] = plan["loop_cap"]
+    started = time.time()
+    results = {"quick": args.quick, "seed": seed, "started": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"),
+               "machine": machine_info(), "fleet_hosts": plan["hosts"], "lag_hosts": plan["lag_hosts"],
+               "plan": plan, "extra_notes": []}
+    fleet = BenchFleet(args.state_dir, args.prefix, plan["hosts"])
+    load = LoadSampler()
+    load.start()
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def interrupt(_signum, _frame):
+        raise KeyboardInterrupt()
+    signal.signal(signal.SIGTERM, interrupt)
+    booted = False
+    try:
+        load.phase = "rollout"
+        if "rollout" in sections and plan["rollout"]:
+            # Its own fleet of 24 hosts, down again before the other sections' fleet comes up (same state dir).
+            results["rollout"] = run_rollout(args.state_dir, args.prefix, plan["rollout_sizes"], {1: 2})
+        else:
+            results["extra_notes"].append("Rollout at fleet scale not measured in this run (%s)." % (
+                "--quick" if args.quick else "not selected"))
+        booted = any(section in sections for section in ("cpu", "lag", "sync", "router"))
+        if booted:
+            load.phase = "setup"
+            log("fleet up: %d hosts in %s" % (plan["hosts"], args.state_dir))
+            results["fleet_up_s"] = round(fleet.up(), 1)
+            log("preparing the benchmark's units")
+            prepare_hosts(fleet)
+        load.phase = "cpu"
+        if "cpu" in sections:
+            log("cpu: %d s window, one watcher per host + a control host" % plan["cpu_window"])
+            results["cpu"] = run_cpu(fleet, fleet.hosts, plan["cpu_window"], plan["cpu_rounds"])
+        load.phase = "lag"
+        if "lag" in sections:
+            log("lag: %d trial(s) per scenario on %d hosts" % (plan["lag_trials"], plan["lag_hosts"]))
+            results["lag_trials"] = run_lag(fleet, fleet.hosts[:plan["lag_hosts"]], plan["lag_trials"], rng)
+            results["lag_summary"] = summarize_lag(results["lag_trials"])
+        load.phase = "sync"
+        if "sync" in sections:
+            log("model sync: mirror vs peer, checkpoint verification cold vs warm")
+            results["model_sync"] = run_model_sync(fleet, total_mib=32 if args.quick else 256)
+        load.phase = "router"
+        if "router" in sections:
+            log("router: a rolling change under load, with the drain and without")
+            results["router"] = run_router_drain(fleet)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if booted and not args.keep_fleet:
+            log("fleet down")
+            fleet.down()
+    load.stop_event.set()
+    results["load_average"] = load.summary()
+    results["duration_s"] = round(time.time() - started, 1)
+    if args.only and not args.quick:
+        carry_over(results, sections)
+    results["notes"] = evaluate(results)
+    (BENCH / "results").mkdir(exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(started))
+    raw = json.dumps(results, indent=1, sort_keys=True)
+    (BENCH / "results" / ("%s%s.json" % (stamp, "-quick" if args.quick else ""))).write_text(raw, encoding="utf-8")
+    if not args.quick:
+        (REPO / "docs" / "benchmarks.json").write_text(raw, encoding="utf-8")
+    page = Path(args.output if not args.quick else str(BENCH / "results" / "benchmarks-quick.md"))
+    page.write_text(render(results), encoding="utf-8")
+    log("done in %.1f min" % (results["duration_s"] / 60.0))
+    return 0

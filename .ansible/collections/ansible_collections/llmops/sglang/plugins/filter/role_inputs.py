@@ -1,0 +1,38 @@
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters that list what is wrong with the server role's inputs and k26_instances (logic in module_utils/role_inputs.py)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.llmops.sglang.plugins.module_utils.role_inputs import instance_problems, server_problems
+
+
+def sglang_input_problems(values, reserved=None, groups=None, inventory_hostname=None):
+    """Filter: the role's variables by name -> one message per failed rule (empty list: all good)."""
+    if not isinstance(values, dict):
+        raise AnsibleFilterError('sglang_input_problems expects a dict of the role\'s variables, got %s' % type(values).__name__)
+    group = values.get('sglang_multinode_group') or ''
+    group_hosts = None
+    if isinstance(group, str) and group and isinstance(groups, dict) and group in groups:
+        group_hosts = list(groups[group])
+    return server_problems(values, reserved or {}, group_hosts, inventory_hostname)
+
+
+def sglang_instance_problems(instances, where='k26_instances'):
+    """Filter: a rollout's instance list -> one message per failed rule (empty list: all good)."""
+    return instance_problems(instances, where)
+
+
+class FilterModule(object):
+    """llmops.sglang input checks."""
+
+    def filters(self):
+        return {
+            'sglang_input_problems': sglang_input_problems,
+            'sglang_instance_problems': sglang_instance_problems,
+        }

@@ -1,0 +1,70 @@
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters through which playbooks/deploy_k26.yml applies the rollout plan of module_utils/rollout_plan.py."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.llmops.sglang.plugins.module_utils.fleet_report import format_table
+from ansible_collections.llmops.sglang.plugins.module_utils.rollout_plan import (
+    COLUMNS,
+    host_route,
+    plan_host,
+    plan_rows,
+    plan_summary,
+    rollout_order,
+)
+
+
+def sglang_plan(wants, observed, secrets=None):
+    """Filter: the role's rendered instances (unit -> want) + sglang_observe's result (+ the secrets' digests)
+    -> unit -> plan."""
+    return plan_host(dict(wants or {}), dict(observed or {}), dict(secrets or {}))
+
+
+def sglang_plan_route(plans):
+    """Filter: a host's plans -> 'rollout', 'apply' or 'done'."""
+    return host_route(dict(plans or {}))
+
+
+def sglang_plan_table(hosts, hostvars):
+    """Filter: host names + hostvars -> the plan table's lines (k26_plan of each host), then a summary line."""
+    rows, routes = [], []
+    for host in hosts:
+        values = hostvars[host] if host in hostvars else {}
+        plans = values.get('k26_plan')
+        rows.extend(plan_rows(host, plans))
+        if plans is not None:
+            routes.append(host_route(plans))
+    return format_table(rows, COLUMNS) + [plan_summary(routes)]
+
+
+def sglang_rollout_order(hosts, hostvars, serial):
+    """Filter: the hosts whose plan restarts + hostvars + k26_serial -> {hosts, batches} (multi-node groups whole)."""
+    units = {}
+    for host in hosts:
+        values = hostvars[host] if host in hostvars else {}
+        nodes = []
+        for want in (values.get('sglang_plan_desired') or {}).values():
+            nodes.extend(n for n in want.get('nodes') or [] if n not in nodes)
+        units[host] = nodes
+    try:
+        return rollout_order(list(hosts), units, serial)
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+class FilterModule(object):
+    """llmops.sglang rollout plan."""
+
+    def filters(self):
+        return {
+            'sglang_plan': sglang_plan,
+            'sglang_plan_route': sglang_plan_route,
+            'sglang_plan_table': sglang_plan_table,
+            'sglang_rollout_order': sglang_rollout_order,
+        }

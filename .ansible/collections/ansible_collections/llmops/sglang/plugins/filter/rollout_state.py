@@ -1,0 +1,47 @@
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters through which the server role applies the rollout decisions of module_utils/rollout_state.py."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.llmops.sglang.plugins.module_utils.rollout_state import (
+    after_rollback,
+    after_wait,
+    is_verified,
+    start_action,
+)
+
+
+def sglang_verified(last_good, packages):
+    """Filter: sglang_info's last_good + the venv's packages -> whether the host's configuration is the verified one."""
+    return is_verified(last_good, packages)
+
+
+def sglang_start_action(sglang_state, changed, service, mtimes):
+    """Filter: 'restart', 'start' or 'none', so that the unit's process runs the configuration on disk."""
+    return start_action(sglang_state, bool(changed), service, list(mtimes or []))
+
+
+def sglang_after_wait(wait_ok, verified, has_last_good, rollback_enabled):
+    """Filter: {action: keep|remember|rollback|fail, note}."""
+    return after_wait(bool(wait_ok), bool(verified), bool(has_last_good), bool(rollback_enabled))
+
+
+def sglang_after_rollback(wait_ok, elapsed=None, reason=None, message=None):
+    """Filter: {action, rolled_back, note} after the one restore."""
+    return after_rollback(bool(wait_ok), elapsed, reason, message)
+
+
+class FilterModule(object):
+    """llmops.sglang rollout decisions."""
+
+    def filters(self):
+        return {
+            'sglang_verified': sglang_verified,
+            'sglang_start_action': sglang_start_action,
+            'sglang_after_wait': sglang_after_wait,
+            'sglang_after_rollback': sglang_after_rollback,
+        }

@@ -1,0 +1,52 @@
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters through which the router role and the drain-aware rollout apply module_utils/router_rotation.py."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.llmops.sglang.plugins.module_utils.router_rotation import (
+    capacity,
+    fleet_workers,
+    in_flight,
+    rotation_report,
+)
+
+
+def sglang_router_fleet_workers(hosts, hostvars, groups=None):
+    """Filter: the worker URLs routers route to, from the inventory ([{host, instance, url}])."""
+    return fleet_workers(list(hosts or []), hostvars, dict(groups or {}))
+
+
+def sglang_in_flight(metrics_text):
+    """Filter: running + queued requests from an SGLang /metrics text, or None."""
+    return in_flight(metrics_text)
+
+
+def sglang_router_capacity(leaving, fleet_urls, in_rotation, min_serving=None):
+    """Filter: the capacity guard's verdict {ok, serving, min_serving, msg}."""
+    try:
+        return capacity(list(fleet_urls or []), dict(in_rotation or {}), list(leaving or []), min_serving)
+    except ValueError as err:
+        raise AnsibleFilterError(str(err))
+
+
+def sglang_router_rotation_report(workers, in_rotation):
+    """Filter: the rotation report's lines."""
+    return rotation_report(list(workers or []), dict(in_rotation or {}))
+
+
+class FilterModule(object):
+    """llmops.sglang router decisions."""
+
+    def filters(self):
+        return {
+            "sglang_router_fleet_workers": sglang_router_fleet_workers,
+            "sglang_in_flight": sglang_in_flight,
+            "sglang_router_capacity": sglang_router_capacity,
+            "sglang_router_rotation_report": sglang_router_rotation_report,
+        }

@@ -1,0 +1,59 @@
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters that render SGLang's argv and a systemd ExecStart= line (logic in module_utils/server_args.py)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.llmops.sglang.plugins.module_utils.server_args import (
+    ServerArgsError,
+    build_argv,
+    environment_lines,
+    parser_refusal,
+    systemd_exec_line,
+)
+
+
+def sglang_argv(server_args, extra_args=None, reserved=None):
+    """Filter: dict of flags (+ raw extras) -> argv list."""
+    try:
+        return build_argv(server_args, extra_args, reserved)
+    except ServerArgsError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+def systemd_exec(argv):
+    """Filter: argv list -> one ExecStart= value that systemd splits back into exactly that argv."""
+    try:
+        return systemd_exec_line(argv)
+    except ServerArgsError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+def systemd_environment_lines(env, where='sglang_env'):
+    """Filter: dict of environment variables -> sorted KEY="value" lines for an EnvironmentFile=."""
+    try:
+        return environment_lines(env, where)
+    except ServerArgsError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+def sglang_parser_refusal(stderr, server_args=None, extra_args=None, reserved=None):
+    """Filter: SGLang's parser output -> {error, variable}: its words and the role variable they point at."""
+    return parser_refusal(stderr, server_args, extra_args, reserved)
+
+
+class FilterModule(object):
+    """llmops.sglang argument filters."""
+
+    def filters(self):
+        return {
+            'sglang_argv': sglang_argv,
+            'systemd_exec_line': systemd_exec,
+            'systemd_environment_lines': systemd_environment_lines,
+            'sglang_parser_refusal': sglang_parser_refusal,
+        }

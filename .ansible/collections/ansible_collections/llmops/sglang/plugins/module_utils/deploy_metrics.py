@@ -1,0 +1,173 @@
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Deployment metrics: one node_exporter textfile-collector file per SGLang instance. Pure rendering, no I/O.
+
+The input is the server role's outcome for one unit (an entry of its ``sglang_deployments`` fact: the
+sglang_wait_ready result plus ``packages``, ``rolled_back`` and ``changed_config``). The text is Prometheus's text
+exposition format 0.0.4, which node_exporter's textfile collector reads from ``*.prom`` files.
+
+A re-run that finds the same run of the unit (same InvocationID) with the same verdict, configuration and
+versions returns the previous text unchanged, so the role's write is idempotent: the numbers describe the start-up
+the run went through, not the latest look at it.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.llmops.sglang.plugins.module_utils.fleet_report import time_to_ready_seconds
+
+PREFIX = 'sglang_deploy_'
+# name (without the prefix), help; every metric is a gauge labelled with the systemd unit.
+METRICS = (
+    ('info', 'The last deployment of the unit: versions, configuration checksum, systemd run and failure reason '
+             '("none" when ready); always 1.'),
+    ('ready', 'Whether the last deployment\'s wait saw the server answer a real completion (1) or not (0).'),
+    ('time_to_ready_seconds', 'Start-up time of the last deployment that became ready: first start-up phase to ready '
+                              '(a failed deployment keeps the value before it).'),
+    ('wait_seconds', 'How long the last deployment\'s wait took.'),
+    ('phase_seconds', 'Time spent in each start-up phase during the last deployment (the phase it failed in: until the '
+                      'wait ended).'),
+    ('restarts', 'Automatic restarts of the unit seen during the last deployment\'s wait.'),
+    ('rolled_back', 'Whether the last deployment failed and the last known good configuration was restored (1).'),
+    ('config_changed', 'Whether the last deployment changed the unit\'s configuration (1) or found it current (0).'),
+    ('timestamp_seconds', 'When the last deployment\'s verdict was recorded (Unix time).'),
+    ('gpus', 'GPUs nvidia-smi listed at the end of the last deployment\'s wait.'),
+    ('gpu_memory_used_bytes', 'GPU memory in use on all GPUs at the end of the last deployment\'s wait.'),
+    ('gpu_memory_total_bytes', 'GPU memory of all GPUs at the end of the last deployment\'s wait.'),
+)
+VERSION_LABELS = (('sglang', 'sglang_version'), ('compressed-tensors', 'compressed_tensors_version'),
+                  ('torch', 'torch_version'))
+# Labels of the info metric that identify "the same deployment" for idempotence.
+IDENTITY = ('invocation_id', 'config_checksum', 'reason') + tuple(label for _p, label in VERSION_LABELS)
+_INFO_RE = re.compile(r'^' + PREFIX + r'info\{(?P<labels>.*)\} ')
+_LABEL_RE = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+_READY_RE = re.compile(r'^' + PREFIX + r'ready\{[^}]*\} (?P<value>\S+)$')
+_TTR_RE = re.compile(r'^' + PREFIX + r'time_to_ready_seconds\{[^}]*\} (?P<value>\S+)$')
+_UNESCAPE_RE = re.compile(r'\\(.)')
+MIB = 1024 * 1024
+
+
+def _unescape(match):
+    return '\n' if match.group(1) == 'n' else match.group(1)
+
+
+def escape(value):
+    """A label value in the text format: backslash, double quote and newline escaped."""
+    return str(value).replace('\\', '\\\\').replace('"', '\\"').replace('\n', '\\n')
+
+
+def _number(value):
+    value = float(value)
+    if value == int(value) and abs(value) < 1e15:
+        return '%d' % value
+    return repr(round(value, 3))
+
+
+def _line(name, labels, value):
+    body = ','.join('%s="%s"' % (key, escape(val)) for key, val in labels)
+    return '%s%s{%s} %s' % (PREFIX, name, body, _number(value))
+
+
+def phase_durations(outcome):
+    """[(phase name, seconds)] of the wait's last run, in order; the last phase lasts until the wait ended.
+
+    The final ``ready`` mark is an instant, not a phase, and is left out.
+    """
+    phases = [p for p in (outcome.get('phases') or []) if isinstance(p, dict) and p.get('name')]
+    if not phases:
+        return []
+    last_run = max(int(p.get('run') or 0) for p in phases)
+    phases = [p for p in phases if int(p.get('run') or 0) == last_run]
+    durations = []
+    for index, phase in enumerate(phases):
+        if phase['name'] == 'ready':
+            break
+        start = float(phase.get('at') or 0)
+        if index + 1 < len(phases):
+            end = float(phases[index + 1].get('at') or 0)
+        else:
+            end = float(outcome.get('elapsed') or start)
+        durations.append((phase['name'], max(0.0, end - start)))
+    return durations
+
+
+def info_labels(unit, outcome, config_checksum):
+    packages = outcome.get('packages') or {}
+    unit_state = outcome.get('unit') or {}
+    labels = [('unit', unit)]
+    labels.extend((label, packages.get(package) or 'unknown') for package, label in VERSION_LABELS)
+    labels.append(('config_checksum', config_checksum or 'unknown'))
+    labels.append(('invocation_id', unit_state.get('invocation_id') or 'none'))
+    labels.append(('reason', 'none' if outcome.get('ready') else (outcome.get('reason') or 'error')))
+    return labels
+
+
+def parse_previous(text):
+    """(info labels dict, ready value, time to ready) of a file this module wrote; None for what it lacks."""
+    info, ready, time_to_ready = None, None, None
+    for line in (text or '').splitlines():
+        match = _INFO_RE.match(line)
+        if match:
+            info = dict((key, _UNESCAPE_RE.sub(_unescape, value)) for key, value in _LABEL_RE.findall(match.group('labels')))
+        match = _READY_RE.match(line)
+        if match:
+            ready = match.group('value')
+        match = _TTR_RE.match(line)
+        if match:
+            time_to_ready = float(match.group('value'))
+    return info, ready, time_to_ready
+
+
+def render(unit, outcome, now, config_checksum='', previous=''):
+    """The textfile for one unit's outcome at Unix time ``now``; ``previous`` is the file's current text ('' if none).
+
+    Returns ``previous`` itself when it describes the same run with the same verdict (see the module's docstring).
+    """
+    outcome = outcome or {}
+    info = info_labels(unit, outcome, config_checksum)
+    ready = 1 if outcome.get('ready') else 0
+    old_info, old_ready, old_time_to_ready = parse_previous(previous)
+    same = (old_info is not None and old_ready == str(ready) and dict(info)['invocation_id'] != 'none'
+            and all(old_info.get(key) == value for key, value in info if key in IDENTITY))
+    if same:
+        return previous
+    unit_label = [('unit', unit)]
+    values = {
+        'info': [(info, 1)],
+        'ready': [(unit_label, ready)],
+        'wait_seconds': [(unit_label, float(outcome.get('elapsed') or 0))],
+        'phase_seconds': [(unit_label + [('phase', name)], seconds) for name, seconds in phase_durations(outcome)],
+        'restarts': [(unit_label, int(outcome.get('restarts') or 0))],
+        'rolled_back': [(unit_label, 1 if outcome.get('rolled_back') else 0)],
+        'config_changed': [(unit_label, 1 if outcome.get('changed_config') else 0)],
+        'timestamp_seconds': [(unit_label, int(now))],
+    }
+    # Of the last deployment that became ready: a failed one keeps the previous file's value.
+    seconds = time_to_ready_seconds(outcome) if ready else old_time_to_ready
+    if seconds is not None:
+        values['time_to_ready_seconds'] = [(unit_label, seconds)]
+    gpus = [g for g in (outcome.get('gpus') or []) if isinstance(g, dict)]
+    if gpus:
+        values['gpus'] = [(unit_label, len(gpus))]
+        values['gpu_memory_used_bytes'] = [(unit_label, sum(int(g.get('memory_used_mib') or 0) for g in gpus) * MIB)]
+        values['gpu_memory_total_bytes'] = [(unit_label, sum(int(g.get('memory_total_mib') or 0) for g in gpus) * MIB)]
+    lines = []
+    for name, doc in METRICS:
+        if not values.get(name):
+            continue
+        lines.append('# HELP %s%s %s' % (PREFIX, name, doc))
+        lines.append('# TYPE %s%s gauge' % (PREFIX, name))
+        lines.extend(_line(name, labels, value) for labels, value in values[name])
+    return '\n'.join(lines) + '\n'
+
+
+def file_name(unit):
+    """``sglang-k26.service`` -> ``sglang-k26.prom`` (node_exporter reads ``*.prom``)."""
+    base = unit[:-len('.service')] if unit.endswith('.service') else unit
+    if not re.match(r'^[A-Za-z0-9:_.@-]+$', base):
+        raise ValueError('unit %r is not a systemd unit name' % unit)
+    return base + '.prom'

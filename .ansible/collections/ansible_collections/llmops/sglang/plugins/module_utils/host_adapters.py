@@ -1,0 +1,95 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, llmops.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The reads sglang_info and sglang_observe share: a file's text, a process's start time, a venv's facts (its Python
+runs host_facts.VENV_PROBE), a unit's facts from `systemctl show`, and a last-known-good directory compared with
+the live files. What they return is parsed by the pure units (host_facts, systemd_props, rollout_state)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import hashlib
+import json
+import os
+
+from ansible_collections.llmops.sglang.plugins.module_utils.host_facts import VENV_PROBE, parse_venv_probe
+from ansible_collections.llmops.sglang.plugins.module_utils.rollout_state import boot_time_of, process_started_at
+
+# What both modules read of a unit (sglang_info adds its own on top).
+SERVICE_PROPERTIES = ('Id', 'LoadState', 'ActiveState', 'SubState', 'Result', 'MainPID', 'InvocationID',
+                      'ActiveEnterTimestamp')
+
+
+def read_text(path):
+    """A file's text, None when it cannot be read."""
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def digest(path):
+    """SHA-1 of a file's bytes (what ansible.builtin.template and copy compare), None when it does not exist."""
+    try:
+        with open(path, 'rb') as handle:
+            return hashlib.sha1(handle.read()).hexdigest()
+    except (IOError, OSError):
+        return None
+
+
+def started_at(pid):
+    """Epoch seconds the process started (for comparing with its configuration files' mtimes), None if unknown."""
+    stat_text = read_text('/proc/%d/stat' % pid) if pid else None
+    boot_time = boot_time_of(read_text('/proc/stat') or '')
+    if not stat_text or boot_time is None:
+        return None
+    return process_started_at(stat_text, boot_time, os.sysconf('SC_CLK_TCK'))
+
+
+def unit_facts(props):
+    """The facts both modules report of a unit, from its parsed `systemctl show` properties."""
+    pid = int(props.get('MainPID') or 0)
+    return {
+        'exists': props.get('LoadState') not in ('not-found', '', None),
+        'active_state': props.get('ActiveState'),
+        'sub_state': props.get('SubState'),
+        'result': props.get('Result'),
+        'invocation_id': props.get('InvocationID') or '',
+        'since': props.get('ActiveEnterTimestamp') or '',
+        'started_at': started_at(pid) if pid else None,
+    }
+
+
+def venv_facts(run_command, path, packages):
+    """The venv's Python, its headers, pip and the versions of packages; `error` says why not.
+    run_command is AnsibleModule.run_command."""
+    python = os.path.join(path, 'bin', 'python')
+    facts = {'path': path, 'exists': os.path.exists(python)}
+    if not facts['exists']:
+        facts['error'] = 'no Python at %s' % python
+        return facts
+    rc, out, err = run_command([python, '-c', VENV_PROBE, json.dumps(list(packages))])
+    if rc != 0:
+        facts['error'] = 'the venv Python failed (rc=%d): %s' % (rc, (err or out).strip())
+        return facts
+    try:
+        facts.update(parse_venv_probe(out))
+    except ValueError as exc:
+        facts['error'] = str(exc)
+    return facts
+
+
+def last_good_facts(directory, files):
+    """Whether each live file equals its last-known-good copy in directory (both absent counts as equal), and the
+    saved pins (pins.json); files maps a saved name to the live file's path."""
+    facts = {'exists': os.path.isfile(os.path.join(directory, 'unit')), 'same': {}, 'pins': None}
+    for name, live in sorted(files.items()):
+        facts['same'][name] = digest(os.path.join(directory, name)) == digest(live)
+    try:
+        pins = json.loads(read_text(os.path.join(directory, 'pins.json')) or 'null')
+        facts['pins'] = pins if isinstance(pins, dict) else None
+    except ValueError:
+        pass
+    return facts

@@ -1,0 +1,340 @@
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Every rule on the server role's inputs and on the rollout's k26_instances, in one place. Pure, no I/O.
+
+``server_problems(values, ...)`` and ``instance_problems(instances)`` return a list of messages, one per rule that
+failed and only those, each naming the variable, its value (secrets masked) and what was expected. The role calls
+them once, through the ``llmops.sglang.sglang_input_problems`` filter, before the first task that changes a host.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.llmops.sglang.plugins.module_utils.server_args import (
+    ServerArgsError,
+    build_argv,
+    environment_lines,
+)
+from ansible_collections.llmops.sglang.plugins.module_utils.model_sync import check_manifest
+
+# A unit name systemd accepts (systemd.unit(5): letters, digits, ":-_.\\", "@" once for a template instance),
+# without the ".service" the role appends.
+_UNIT_NAME = re.compile(r'^[A-Za-z0-9:_.-]+(@[A-Za-z0-9:_.-]+)?$')
+_UNIT_SUFFIXES = ('.service', '.socket', '.target', '.timer', '.mount', '.path', '.slice', '.scope', '.device', '.swap')
+# useradd(8)'s default NAME_REGEX, plus "root".
+_ACCOUNT = re.compile(r'^[a-z_][a-z0-9_-]{0,31}$')
+# LimitNOFILE=/LimitMEMLOCK= values: a number (with a K/M/G/T suffix for memory), "infinity", or soft:hard.
+_LIMIT_PART = r'(infinity|[0-9]+[KMGTPE]?)'
+_LIMIT = re.compile(r'^%s(:%s)?$' % (_LIMIT_PART, _LIMIT_PART))
+# A pip version specifier's version (PEP 440 characters).
+_VERSION = re.compile(r'^[A-Za-z0-9][A-Za-z0-9.+!_-]*$')
+_CONTROL = re.compile(r'[\x00-\x1f\x7f]')
+_LOOPBACK = ('127.0.0.1', 'localhost', '::1')
+STATES = ('started', 'stopped', 'restarted', 'absent')
+# The waiter's options the role passes on (roles/server/tasks/wait.yml); sglang_wait may set only these.
+WAIT_OPTIONS = ('timeout', 'stall_timeout', 'max_restarts', 'probe', 'request_timeout', 'prompt', 'max_tokens',
+                'expect', 'headers', 'validate_certs', 'since', 'poll_interval', 'max_poll_interval', 'progress_file',
+                'model')
+INSTANCE_KEYS = ('name', 'port', 'server_args', 'env', 'extra_args', 'served_model_name', 'state')
+SECRET_VARIABLES = ('sglang_api_key', 'sglang_hf_token')
+
+
+def shown(name, value):
+    """How a value appears in a message: repr, or a mask for a secret."""
+    if name in SECRET_VARIABLES:
+        return '<hidden, %d characters>' % len(value) if isinstance(value, str) else '<hidden>'
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + '...'
+
+
+def _integer(value):
+    """An int from an int or a string of digits (the argument spec accepts both); None otherwise."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and re.match(r'^-?[0-9]+$', value.strip()):
+        return int(value)
+    return None
+
+
+class _Problems(list):
+    def add(self, name, value, expected):
+        self.append('%s=%s: %s' % (name, shown(name, value), expected))
+
+
+def unit_name_problem(value):
+    """Why ``value`` is not a unit name without ".service", or None."""
+    if not isinstance(value, str) or not value:
+        return 'expected a non-empty unit name'
+    if value.endswith(_UNIT_SUFFIXES):
+        return 'expected the unit name without its suffix (the role appends ".service"), e.g. %r' % value.rsplit('.', 1)[0]
+    if not _UNIT_NAME.match(value) or len(value) > 247:
+        return ('expected a unit name of letters, digits and ":_.-" (at most one "@" with an instance after it), '
+                'at most 247 characters, without ".service"')
+    return None
+
+
+def _port(problems, name, value):
+    port = _integer(value)
+    if port is None or not 0 < port < 65536:
+        problems.add(name, value, 'expected a TCP port, an integer from 1 to 65535')
+    return port
+
+
+def _plain_text(problems, name, value, what, required=False):
+    """A string that ends up in a file or an argv: no control characters (a line break would start a new line)."""
+    if not isinstance(value, str):
+        problems.add(name, value, 'expected a string (%s)' % what)
+        return False
+    if required and not value:
+        problems.add(name, value, 'must be set: %s' % what)
+        return False
+    if _CONTROL.search(value):
+        problems.add(name, value, 'must not contain a line break or other control character (%s)' % what)
+        return False
+    return True
+
+
+def _absolute_path(problems, name, value, what):
+    if _plain_text(problems, name, value, what, required=True):
+        if not value.startswith('/'):
+            problems.add(name, value, 'expected an absolute path (%s)' % what)
+        elif '/../' in value + '/' or value.rstrip('/') == '':
+            problems.add(name, value, 'expected an absolute path without ".." and not "/" (%s)' % what)
+
+
+def _non_negative(problems, name, value, what, minimum=0):
+    number = _integer(value)
+    if number is None or number < minimum:
+        problems.add(name, value, 'expected an integer >= %d (%s)' % (minimum, what))
+
+
+def _string_list(problems, name, value, what):
+    if not isinstance(value, list):
+        problems.add(name, value, 'expected a list of strings (%s)' % what)
+        return
+    for index, item in enumerate(value):
+        _plain_text(problems, '%s[%d]' % (name, index), item, what)
+
+
+def server_problems(values, reserved=None, group_hosts=None, inventory_hostname=None):
+    """The messages for every rule on the role's variables that fails (empty: all good).
+
+    ``values``: the role's variables by name (``sglang_*``). ``reserved``: the role's reserved-flag table
+    (option string -> the variable that sets it). ``group_hosts``: the hosts of ``sglang_multinode_group`` in the
+    inventory, None when there is no such group.
+    """
+    problems = _Problems()
+    get = values.get
+    state = get('sglang_state', 'started')
+    starting = state in ('started', 'restarted')
+    if state not in STATES:
+        problems.add('sglang_state', state, 'expected one of %s' % ', '.join(STATES))
+
+    name = get('sglang_service_name')
+    why = unit_name_problem(name)
+    if why:
+        problems.add('sglang_service_name', name, why)
+
+    _port(problems, 'sglang_port', get('sglang_port'))
+    tp_size = _integer(get('sglang_tp_size'))
+    if tp_size is None or tp_size < 1:
+        problems.add('sglang_tp_size', get('sglang_tp_size'), 'expected an integer >= 1 (the number of GPUs)')
+
+    model = get('sglang_model_path', '')
+    if _plain_text(problems, 'sglang_model_path', model, 'the checkpoint directory, in the unit and its argv'):
+        if starting and not model:
+            problems.add('sglang_model_path', model, 'must be set to start a server (sglang_state=%s)' % state)
+        elif model and not model.startswith('/'):
+            problems.add('sglang_model_path', model, 'expected an absolute path to a local checkpoint directory')
+    _plain_text(problems, 'sglang_served_model_name', get('sglang_served_model_name', ''), 'the name clients send')
+    host = get('sglang_host', '')
+    if _plain_text(problems, 'sglang_host', host, 'the address SGLang binds', required=True) and re.search(r'\s', host):
+        problems.add('sglang_host', host, 'expected an address or host name without spaces')
+
+    launcher = get('sglang_launcher')
+    if not isinstance(launcher, list) or not launcher:
+        problems.add('sglang_launcher', launcher, 'expected a non-empty list: the command that starts SGLang')
+        launcher = []
+    else:
+        for index, word in enumerate(launcher):
+            if not isinstance(word, str) or not word:
+                problems.add('sglang_launcher[%d]' % index, word, 'expected a non-empty string')
+    _absolute_path(problems, 'sglang_venv', get('sglang_venv'), 'the server\'s virtual environment')
+    _absolute_path(problems, 'sglang_state_dir', get('sglang_state_dir'), 'the unit\'s HOME, JIT caches and last-good copy')
+
+    for var, account in (('sglang_user', get('sglang_user')), ('sglang_group', get('sglang_group'))):
+        if not isinstance(account, str) or not _ACCOUNT.match(account):
+            problems.add(var, account, 'expected a system account name (lowercase letters, digits, "_" and "-")')
+
+    for var in SECRET_VARIABLES:
+        secret = get(var, '')
+        if secret is None:
+            continue
+        if not isinstance(secret, str):
+            problems.add(var, secret, 'expected a string')
+        elif _CONTROL.search(secret):
+            problems.add(var, secret, 'must not contain a line break or other control character '
+                                      '(it is written to an EnvironmentFile and sent as an HTTP header)')
+    if get('sglang_api_key') and launcher and (len(launcher) < 3 or launcher[1] != '-m'):
+        problems.add('sglang_launcher', launcher, 'with sglang_api_key set, expected the form [python, -m, module] '
+                                                  '(the key is handed to SGLang in-process, never on a command line)')
+
+    group = get('sglang_multinode_group', '')
+    if group:
+        if not isinstance(group, str) or group_hosts is None:
+            problems.add('sglang_multinode_group', group, 'expected the name of an inventory group')
+        elif inventory_hostname not in group_hosts:
+            problems.add('sglang_multinode_group', group, 'expected a group this host (%s) is in' % inventory_hostname)
+        if host in _LOOPBACK:
+            problems.add('sglang_host', host, 'a multi-node server (sglang_multinode_group=%r) needs an address the '
+                                              'other nodes reach, not loopback' % group)
+        dist_port = _port(problems, 'sglang_dist_init_port', get('sglang_dist_init_port'))
+        if dist_port is not None and dist_port == _integer(get('sglang_port')):
+            problems.add('sglang_dist_init_port', get('sglang_dist_init_port'), 'must differ from sglang_port')
+
+    routers = get('sglang_router_hosts', [])
+    _string_list(problems, 'sglang_router_hosts', routers, 'inventory host names of the routers')
+    if isinstance(routers, list) and routers and host in _LOOPBACK:
+        problems.add('sglang_host', host, 'behind routers (sglang_router_hosts=%r) the server must listen on an address '
+                                          'the routers reach (e.g. 0.0.0.0), not loopback' % (routers,))
+
+    # Flags: the same code that renders them (server_args.build_argv) judges them, reserved names included.
+    server_args = get('sglang_server_args', {})
+    extra_args = get('sglang_extra_args', [])
+    if not isinstance(server_args, dict):
+        problems.add('sglang_server_args', server_args, 'expected a dict of flag: value')
+        server_args = {}
+    if not isinstance(extra_args, list):
+        problems.add('sglang_extra_args', extra_args, 'expected a list of raw arguments')
+        extra_args = []
+    # Each word reaches SGLang intact (systemd_exec_line quotes line breaks too), so only names and types are judged.
+    for args, extra in ((server_args, None), ({}, extra_args)):
+        try:
+            build_argv(args, extra, reserved or {})
+        except ServerArgsError as exc:
+            problems.append(str(exc))
+
+    env = get('sglang_env', {})
+    try:
+        environment_lines(env, 'sglang_env')
+    except ServerArgsError as exc:
+        problems.append(str(exc))
+    profile = get('sglang_hardware_profile', 'none')
+    if profile not in ('pcie', 'nvlink', 'none'):
+        problems.add('sglang_hardware_profile', profile, 'expected one of pcie, nvlink, none')
+
+    for var in ('sglang_stop_timeout', 'sglang_restart_sec', 'sglang_start_limit_interval'):
+        _non_negative(problems, var, get(var, 0), 'seconds, in the unit')
+    _non_negative(problems, 'sglang_start_limit_burst', get('sglang_start_limit_burst', 1), 'starts, in the unit', 1)
+    for var in ('sglang_limit_nofile', 'sglang_limit_memlock'):
+        limit = get(var, 'infinity')
+        if not _LIMIT.match(str(limit)):
+            problems.add(var, limit, 'expected a number, "infinity" or SOFT:HARD (systemd.exec(5) Limit*=)')
+    for var in ('sglang_version', 'sglang_compressed_tensors_version'):
+        version = get(var, '')
+        if not isinstance(version, str) or (version and not _VERSION.match(version)):
+            problems.add(var, version, 'expected a version such as 0.18.0, or empty to leave the package alone')
+    for var in ('sglang_pip_find_links', 'sglang_pip_trusted_hosts', 'sglang_pip_extra_args'):
+        _string_list(problems, var, get(var, []), 'pip options')
+    _plain_text(problems, 'sglang_pip_index_url', get('sglang_pip_index_url', ''), 'a pip option')
+    proxy = get('sglang_apt_proxy', '')
+    if _plain_text(problems, 'sglang_apt_proxy', proxy, 'a line of apt.conf') and ('"' in proxy or ';' in proxy):
+        problems.add('sglang_apt_proxy', proxy, 'expected a URL without quotes or ";" (it is written into apt.conf)')
+
+    wait = get('sglang_wait', {})
+    if not isinstance(wait, dict):
+        problems.add('sglang_wait', wait, 'expected a dict of sglang_wait_ready options')
+    else:
+        for key in sorted(set(wait) - set(WAIT_OPTIONS)):
+            problems.add('sglang_wait', wait, 'unknown option %r; expected some of %s' % (key, ', '.join(WAIT_OPTIONS)))
+        for key in ('timeout', 'stall_timeout'):
+            if key in wait and not (isinstance(wait[key], (int, float)) and not isinstance(wait[key], bool) and wait[key] > 0):
+                problems.add('sglang_wait', wait, '%s must be a positive number of seconds' % key)
+    lock_wait = get('sglang_lock_wait', 0)
+    if _integer(lock_wait) is None or _integer(lock_wait) < 0:
+        problems.add('sglang_lock_wait', lock_wait, 'expected an integer >= 0 (seconds to wait for another run)')
+    model_source_problems(problems, get('sglang_model_source', {}), get('sglang_model_manifest', {}))
+    return list(problems)
+
+
+MODEL_SOURCE_KEYS = ('mirror', 'version', 'versions_dir', 'peers', 'ssh_key', 'ssh_user', 'ssh_options', 'peer_wait')
+_MODEL_VERSION = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$')
+
+
+def model_source_problems(problems, source, manifest):
+    """sglang_model_source (empty: no sync) and, when it is set, the manifest the sync fetches and verifies."""
+    name = 'sglang_model_source'
+    if source in (None, {}):
+        return
+    if not isinstance(source, dict):
+        problems.add(name, source, 'expected a dict ({version, mirror, peers, ...}) or {} for no sync')
+        return
+    for key in sorted(set(source) - set(MODEL_SOURCE_KEYS)):
+        problems.add(name, source, 'unknown key %r; expected some of %s' % (key, ', '.join(MODEL_SOURCE_KEYS)))
+    version = source.get('version')
+    if not isinstance(version, str) or not _MODEL_VERSION.match(version):
+        problems.add(name + '.version', version, 'expected a directory name for this checkpoint version (letters, '
+                     'digits, "._-", not starting with "."), e.g. "k26-2026-11-30"')
+    mirror = source.get('mirror', '')
+    if _plain_text(problems, name + '.mirror', mirror, 'a URL') and mirror and \
+            not re.match(r'^https?://[^/\s]+(/.*)?$', mirror):
+        problems.add(name + '.mirror', mirror, 'expected an http:// or https:// URL of the directory holding the files')
+    if 'versions_dir' in source:
+        _absolute_path(problems, name + '.versions_dir', source['versions_dir'], 'where versions of the model live')
+    if 'ssh_key' in source:
+        _absolute_path(problems, name + '.ssh_key', source['ssh_key'], 'a private key on the host, for its peers')
+    if 'ssh_user' in source and not (isinstance(source['ssh_user'], str) and _ACCOUNT.match(source['ssh_user'])):
+        problems.add(name + '.ssh_user', source['ssh_user'], 'expected a user name on the peers')
+    for key in ('peers', 'ssh_options'):
+        if key in source:
+            _string_list(problems, '%s.%s' % (name, key), source[key], 'host names' if key == 'peers' else 'ssh options')
+    if 'peer_wait' in source:
+        _non_negative(problems, name + '.peer_wait', source['peer_wait'], 'seconds to wait for a peer to finish')
+    if not mirror and source.get('peers') == []:
+        problems.add(name, source, 'needs a mirror, or peers that may have the version')
+    try:
+        check_manifest(manifest)
+    except ValueError as exc:
+        problems.append(str(exc))
+
+
+def instance_problems(instances, where='k26_instances'):
+    """The messages for every rule on the rollout's instance list that fails: shape, names and ports unique."""
+    problems = _Problems()
+    if not isinstance(instances, list) or not instances:
+        problems.add(where, instances, 'expected a non-empty list of {name, port, ...}')
+        return list(problems)
+    names = {}
+    ports = {}
+    for index, instance in enumerate(instances):
+        label = '%s[%d]' % (where, index)
+        if not isinstance(instance, dict):
+            problems.add(label, instance, 'expected a dict with at least name and port')
+            continue
+        for key in sorted(set(instance) - set(INSTANCE_KEYS)):
+            problems.add(label, instance.get('name', index), 'unknown key %r; expected some of %s' % (key, ', '.join(INSTANCE_KEYS)))
+        name = instance.get('name')
+        why = unit_name_problem(name)
+        if why:
+            problems.add(label + '.name', name, why)
+        elif name in names:
+            problems.add(label + '.name', name, 'is also %s[%d].name; each instance on a host needs its own name' % (where, names[name]))
+        else:
+            names[name] = index
+        port = _port(problems, label + '.port', instance.get('port'))
+        if port is not None and 0 < port < 65536:
+            if port in ports:
+                problems.add(label + '.port', instance.get('port'),
+                             'is also the port of %s[%d] (%s); each instance on a host needs its own port'
+                             % (where, ports[port], instances[ports[port]].get('name')))
+            else:
+                ports[port] = index
+        if instance.get('state', 'started') not in STATES:
+            problems.add(label + '.state', instance.get('state'), 'expected one of %s' % ', '.join(STATES))
+    return list(problems)

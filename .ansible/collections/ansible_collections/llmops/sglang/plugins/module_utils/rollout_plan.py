@@ -1,0 +1,241 @@
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The rollout plan: per instance what a run will do, and which hosts must go through the canary and batches.
+Pure, no I/O.
+
+``playbooks/deploy_k26.yml`` renders every instance's files on the controller (digests of the unit, environment,
+secrets and shim the role would write), observes each host in one ``sglang_observe`` call and asks:
+
+- ``plan_instance``: nothing, change without restart, restart, start, roll back, verify or stop - and why;
+- ``host_route``: whether the host is done after the plan (``done``), gets its non-restart changes in a parallel
+  play (``apply``) or goes through the serialized rollout (``rollout``);
+- ``rollout_order``: the rollout's hosts in order and the batch sizes that keep every multi-node group (all ranks of
+  one server) in one batch, from the operator's ``k26_serial`` policy;
+- ``plan_rows`` / the table columns: the plan as one table, printed before anything restarts.
+
+What counts as "the process runs the configuration on disk" and "the configuration is the verified one" is
+rollout_state.py's (start_action, is_verified): the same rules the role applies afterwards.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.llmops.sglang.plugins.module_utils.rollout_state import (
+    RUNNING,
+    is_verified,
+    start_action,
+)
+
+# Actions that restart, start or stop a server: only hosts with one of these go through the canary and batches.
+DISRUPTIVE = ('restart', 'start', 'rollback', 'verify', 'stop')
+COLUMNS = ('host', 'instance', 'action', 'what changes', 'restart', 'why')
+# A file's name in the plan (the role's files, vars/main.yml __sglang_config_files plus the shim) -> what it is.
+FILE_LABELS = {'unit': 'unit', 'env': 'environment', 'secrets.env': 'secrets', 'shim': 'launcher shim'}
+
+
+def _file_changes(want_files, seen_files):
+    """Names of the files whose wanted digest (None: must be absent) differs from the host's (None: absent)."""
+    changes = []
+    for name in sorted(want_files or {}):
+        want = want_files[name]
+        seen = (seen_files or {}).get(name)
+        if want == 'any':
+            continue
+        if want != seen:
+            changes.append(name)
+    return changes
+
+
+def _pin_changes(want_pins, packages):
+    return ['%s %s -> %s' % (name, (packages or {}).get(name) or 'absent', version)
+            for name, version in sorted((want_pins or {}).items())
+            if version and (packages or {}).get(name) != version]
+
+
+def plan_instance(want, seen):
+    """{action, changes, restart, why} for one instance.
+
+    ``want`` (rendered on the controller): state (sglang_state), files (name -> sha1 of the content the role writes,
+    None for a file it removes, 'any' for one it leaves alone), pins (package -> version), apt (packages that must be
+    installed). ``seen`` (sglang_observe's instance result plus its host-wide facts): files (name -> sha1 or None),
+    service (exists, active_state, result, started_at), mtimes (list), last_good (exists, same, pins), packages,
+    pip, python_h, apt_missing, missing (directories, users, groups the role creates).
+    """
+    state = want.get('state') or 'started'
+    service = seen.get('service') or {}
+    running = service.get('active_state') in RUNNING
+    if state in ('stopped', 'absent'):
+        present = service.get('exists') and (running or state == 'absent')
+        if not present:
+            return {'action': 'none', 'changes': [], 'restart': False, 'why': 'already %s' % state}
+        return {'action': 'stop', 'changes': ['unit %s' % ('removed' if state == 'absent' else 'stopped')],
+                'restart': True, 'why': 'sglang_state=%s' % state}
+
+    files = _file_changes(want.get('files'), seen.get('files'))
+    pins = _pin_changes(want.get('pins'), seen.get('packages'))
+    quiet = []
+    if seen.get('apt_missing'):
+        quiet.append('install %s' % ' '.join(seen['apt_missing']))
+    if not seen.get('pip', True):
+        quiet.append('bootstrap pip')
+    if seen.get('missing'):
+        quiet.append('create %s' % ', '.join(seen['missing']))
+    changes = ['%s changed' % FILE_LABELS.get(name, name) for name in files] + ['pin %s' % pin for pin in pins] + quiet
+
+    if state == 'restarted':
+        return {'action': 'restart', 'changes': changes, 'restart': True, 'why': 'sglang_state=restarted'}
+    if files or pins:
+        if not running:
+            return {'action': 'start', 'changes': changes, 'restart': True,
+                    'why': 'the configuration changes and the unit is %s' % (service.get('active_state') or 'absent')}
+        return {'action': 'restart', 'changes': changes, 'restart': True,
+                'why': 'the running server must load the new configuration'}
+    verified = is_verified(seen.get('last_good'), seen.get('packages'))
+    action = start_action(state, False, service, seen.get('mtimes'))
+    if action == 'start':
+        if not verified and (seen.get('last_good') or {}).get('exists') and service.get('active_state') == 'failed':
+            return {'action': 'rollback', 'changes': changes, 'restart': True,
+                    'why': 'the unit failed on a configuration that never served: started once, the last known good '
+                           'one is restored if it does not answer'}
+        return {'action': 'start', 'changes': changes, 'restart': True,
+                'why': 'the unit is %s' % (service.get('active_state') or 'absent')}
+    if action == 'restart':
+        return {'action': 'restart', 'changes': changes, 'restart': True,
+                'why': 'the process is older than its files: an earlier run changed them and stopped before the restart'}
+    if not verified:
+        return {'action': 'verify', 'changes': changes + ['save as last known good'], 'restart': False,
+                'why': 'the running configuration never answered a completion: waited for, then saved (restored if '
+                       'it does not answer)'}
+    if changes:
+        return {'action': 'change', 'changes': changes, 'restart': False, 'why': 'the server keeps running'}
+    return {'action': 'none', 'changes': [], 'restart': False, 'why': 'the verified configuration runs'}
+
+
+def plan_host(wants, observed, secrets=None):
+    """unit -> plan_instance() for every instance of a host; ``observed``: sglang_observe's whole result;
+    ``secrets``: unit -> the wanted secrets file's digest (None: no secrets file), kept apart from ``wants``."""
+    observed = observed or {}
+    secrets = secrets or {}
+    host_facts = {
+        'apt_missing': observed.get('apt_missing') or [],
+        'missing': observed.get('missing') or [],
+    }
+    plans = {}
+    for unit, want in sorted((wants or {}).items()):
+        seen = dict(host_facts)
+        seen.update((observed.get('instances') or {}).get(unit) or {})
+        venv = (observed.get('venvs') or {}).get(want.get('venv') or '') or {}
+        seen.update(packages=venv.get('packages') or {}, pip=venv.get('pip', True),
+                    python_h=venv.get('python_h', True))
+        want = dict(want, files=dict(want.get('files') or {}, **{'secrets.env': secrets.get(unit)}))
+        plan = plan_instance(want, seen)
+        if venv.get('error') and plan['action'] in ('none', 'change'):
+            plan = {'action': 'change', 'changes': plan['changes'], 'restart': False,
+                    'why': 'the venv cannot be asked (%s): the role reports it' % venv['error']}
+        elif not venv.get('python_h', True) and plan['action'] == 'none' and want.get('python_headers'):
+            plan = {'action': 'change', 'changes': ['Python.h missing'], 'restart': False,
+                    'why': 'Triton needs the headers: the role installs and checks them'}
+        plans[unit] = plan
+    return plans
+
+
+def host_route(plans):
+    """'rollout' when an instance restarts, starts, stops, rolls back or must be verified; 'apply' when it only
+    changes without a restart; else 'done'."""
+    actions = set(plan['action'] for plan in (plans or {}).values())
+    if actions & set(DISRUPTIVE):
+        return 'rollout'
+    if 'change' in actions:
+        return 'apply'
+    return 'done'
+
+
+def plan_rows(host, plans):
+    """Table rows of one host: one per instance, '-' when the host has no plan (it failed before the plan)."""
+    if plans is None:
+        return [[host, '-', 'not planned', '-', '-', 'failed before the plan (see its error above)']]
+    rows = []
+    for unit, plan in sorted(plans.items()):
+        rows.append([host, unit, plan['action'], ', '.join(plan['changes']) or '-',
+                     'yes' if plan['restart'] else 'no', plan['why']])
+    return rows
+
+
+def plan_summary(routes):
+    """'3 hosts: 1 through the canary and batches, 0 changed in place, 2 with nothing to do'."""
+    counts = dict((name, 0) for name in ('rollout', 'apply', 'done'))
+    for route in routes:
+        if route in counts:
+            counts[route] += 1
+    return '%d host%s: %d through the canary and batches, %d changed in place without a restart, %d with nothing to do' % (
+        len(routes), '' if len(routes) == 1 else 's', counts['rollout'], counts['apply'], counts['done'])
+
+
+def _batch_target(policy, index, total):
+    """Ansible's serial semantics: the index-th entry (the last one repeats), an int or 'N%' of all hosts."""
+    entry = policy[min(index, len(policy) - 1)]
+    text = str(entry).strip()
+    if text.endswith('%'):
+        size = int(total * float(text[:-1]) / 100.0)
+    else:
+        size = int(text)
+    return max(size, 1)
+
+
+def normalize_serial(serial):
+    """k26_serial as a list: an int, 'N%' or a list of those (Ansible's serial)."""
+    if isinstance(serial, (list, tuple)):
+        policy = list(serial)
+    else:
+        policy = [serial]
+    if not policy:
+        raise ValueError('k26_serial is empty: expected an int, "N%%" or a list of those')
+    for entry in policy:
+        text = str(entry).strip()
+        number = text[:-1] if text.endswith('%') else text
+        try:
+            ok = float(number) > 0 and (text.endswith('%') or float(number) == int(float(number)))
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ValueError('k26_serial=%r: expected a positive int, "N%%" or a list of those' % (serial,))
+    return policy
+
+
+def rollout_order(hosts, units, serial):
+    """{hosts: the rollout's hosts in order, batches: host count per batch}.
+
+    ``hosts``: the hosts whose plan restarts (inventory order). ``units``: host -> the hosts that must restart with
+    it (its multi-node groups' ranks; a single host is its own unit). Every host of a unit is pulled in, and a unit
+    is never split across batches: a batch takes whole units until it reaches the policy's size (at least one).
+    """
+    policy = normalize_serial(serial)
+    ordered, seen = [], set()
+    groups = []
+    for host in hosts:
+        if host in seen:
+            continue
+        members = [host] + [m for m in (units or {}).get(host) or [] if m != host]
+        # A rank pulled in by another's unit may have its own groups: take them along too (a closure).
+        index = 1
+        while index < len(members):
+            for extra in (units or {}).get(members[index]) or []:
+                if extra not in members:
+                    members.append(extra)
+            index += 1
+        members = [m for m in members if m not in seen]
+        seen.update(members)
+        ordered.extend(members)
+        groups.append(members)
+    batches = []
+    position = 0
+    while position < len(groups):
+        target = _batch_target(policy, len(batches), len(ordered))
+        size = 0
+        while position < len(groups) and (size == 0 or size + len(groups[position]) <= target):
+            size += len(groups[position])
+            position += 1
+        batches.append(size)
+    return {'hosts': ordered, 'batches': batches}

@@ -1,0 +1,117 @@
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the server role does next, decided from the host's state, not from what this run changed. Pure, no I/O.
+
+The host keeps the configuration that last answered a real completion under ``<state_dir>/last-good`` (unit,
+environment, secrets, package pins). The role compares the configuration it leaves on the host with that copy
+(``sglang_info``'s ``last_good``) and with the running process (``started_at`` against the files' mtimes), then:
+
+- ``start_action``: restart, start or leave the unit, so that the process runs the files on disk;
+- ``after_wait``: keep a configuration that answered (and remember it when it was not the verified one), restore
+  the verified one when an unverified one does not answer, or fail;
+- ``after_rollback``: report what the single restore achieved.
+
+A run killed at any point therefore leaves a state the next run finishes: an unverified configuration is waited for
+and kept if it answers, replaced by the last good one (once per run) if it does not.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+RUNNING = ('active', 'activating', 'reloading')
+START_SLACK = 2.0
+
+# The files of a configuration, by their name in the last-good directory.
+SAVED_FILES = ('unit', 'env', 'secrets.env')
+PINNED_PACKAGES = ('sglang', 'compressed-tensors')
+
+
+def process_started_at(stat_text, boot_time, clock_ticks):
+    """Epoch seconds a process started, from its /proc/PID/stat, /proc/stat's btime and SC_CLK_TCK; None if unknown."""
+    try:
+        # The command name (field 2) may hold spaces and parentheses: split after its last ')'.
+        fields = stat_text[stat_text.rindex(')') + 2:].split()
+        return boot_time + int(fields[19]) / float(clock_ticks)
+    except (ValueError, IndexError, ZeroDivisionError):
+        return None
+
+
+def boot_time_of(proc_stat_text):
+    for line in proc_stat_text.splitlines():
+        if line.startswith('btime '):
+            return int(line.split()[1])
+    return None
+
+
+def pins_of(packages):
+    """The pinned packages' versions (None when absent) from a venv's package dict."""
+    packages = packages or {}
+    return dict((name, packages.get(name)) for name in PINNED_PACKAGES)
+
+
+def is_verified(last_good, current_pins):
+    """Whether the configuration on the host is the one that last served: same files and same package versions.
+
+    ``last_good``: sglang_info's ``last_good`` ({exists, same: {name: bool}, pins}); ``current_pins``: pins_of().
+    """
+    if not last_good or not last_good.get('exists'):
+        return False
+    same = last_good.get('same') or {}
+    if not all(same.get(name) for name in SAVED_FILES):
+        return False
+    saved = last_good.get('pins')
+    if saved is None:
+        return False
+    return pins_of(saved) == pins_of(current_pins)
+
+
+def start_action(sglang_state, changed, service, config_mtimes):
+    """'restart', 'start' or 'none': what makes the unit's process run the configuration on disk.
+
+    ``changed``: this run changed a file or a package. ``service``: sglang_info's facts of the unit (active_state,
+    started_at: epoch of the main process' start or None). ``config_mtimes``: epoch mtimes of the unit, env, secrets
+    and the venv's site-packages (None for an absent file). A process older than one of them runs a configuration
+    that is no longer on disk - an earlier run changed it and was stopped before its restart - and is restarted.
+    """
+    if sglang_state == 'restarted' or changed:
+        return 'restart'
+    service = service or {}
+    if service.get('active_state') not in RUNNING:
+        return 'start'
+    started_at = service.get('started_at')
+    mtimes = [m for m in (config_mtimes or []) if m is not None]
+    # /proc/stat's btime has whole seconds: a process started just after its files were written may look up to a
+    # second older than it is, so only a file newer by more than START_SLACK counts.
+    if started_at is not None and mtimes and max(mtimes) > started_at + START_SLACK:
+        return 'restart'
+    return 'none'
+
+
+def after_wait(wait_ok, verified, has_last_good, rollback_enabled):
+    """What follows the wait: {'action': keep|remember|rollback|fail, 'note': why, for the operator}."""
+    if wait_ok:
+        if verified:
+            return {'action': 'keep', 'note': 'The verified configuration serves.'}
+        return {'action': 'remember', 'note': 'This configuration served; it becomes the last known good one.'}
+    if verified:
+        return {'action': 'fail', 'note': 'This is the last configuration known to work, so there was nothing else to '
+                                          'restore: the host, not the configuration, needs attention.'}
+    if not has_last_good:
+        return {'action': 'fail', 'note': 'No configuration of this unit was known to work before, so nothing was '
+                                          'rolled back.'}
+    if not rollback_enabled:
+        return {'action': 'fail', 'note': 'sglang_rollback is false, so the last known good configuration was not '
+                                          'restored.'}
+    return {'action': 'rollback', 'note': 'Restoring the last known good configuration.'}
+
+
+def after_rollback(wait_ok, elapsed=None, reason=None, message=None):
+    """The note after the one restore: it serves again, or the restore failed too (with the restore's own reason)."""
+    if wait_ok:
+        return {'action': 'fail', 'rolled_back': True,
+                'note': 'Rolled back: the last known good configuration was restored and is serving again '
+                        '(ready after %.1f s).' % float(elapsed or 0)}
+    return {'action': 'fail', 'rolled_back': False,
+            'note': 'Rolling back failed too (%s: %s); this host needs attention.' % (reason or 'error', message or '')}

@@ -1,0 +1,163 @@
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pure decisions of the drain-aware rollout behind sglang-router 0.3.2 (no I/O; see docs/router.md).
+
+What the router answers (measured on sglang-router 0.3.2, the `sglang_router_rs` binary, see docs/router.md):
+- `GET /workers` -> {"workers": [{"id": UUID, "url": URL, "is_healthy": bool, "load": N, ...}], "total": N, ...}
+- `POST /workers {"url": URL}` -> 202 {"status": "accepted", "worker_id": UUID, ...}: the worker is added in the
+  background once its health check passes (it is absent from the listing until then).
+- `DELETE /workers/{id}` -> 202: the worker leaves the rotation at once; requests already sent to it go on to their
+  end (a stream keeps streaming). The id is the one the listing (or the POST) gave for that URL.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+IN_FLIGHT_GAUGES = ("sglang:num_running_reqs", "sglang:num_queue_reqs")
+_SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
+
+
+def normalize_url(url):
+    """Worker URLs as the router keeps them: scheme://host:port without a trailing slash."""
+    url = (url or "").strip().rstrip("/")
+    if url and "://" not in url:
+        url = "http://" + url
+    return url
+
+
+def worker_url(address, port, scheme="http"):
+    address = str(address)
+    if ":" in address and not address.startswith("["):
+        address = "[%s]" % address  # IPv6
+    return "%s://%s:%d" % (scheme, address, int(port))
+
+
+def listed(workers_answer):
+    """{url: worker record} from the router's GET /workers answer."""
+    out = {}
+    for worker in (workers_answer or {}).get("workers") or []:
+        url = normalize_url(worker.get("url"))
+        if url:
+            out[url] = worker
+    return out
+
+
+def plan(current, wanted, state, prune=False):
+    """What to do on one router: {'add': [urls], 'remove': [(url, id)]}.
+
+    state 'present': add the wanted URLs not listed (and with prune, remove the listed ones not wanted);
+    state 'absent': remove the wanted URLs that are listed."""
+    wanted = [normalize_url(url) for url in wanted]
+    add, remove = [], []
+    if state == "present":
+        add = [url for url in wanted if url not in current]
+        if prune:
+            remove = [(url, current[url].get("id")) for url in sorted(current) if url not in wanted]
+    elif state == "absent":
+        remove = [(url, current[url].get("id")) for url in wanted if url in current]
+    else:
+        raise ValueError("state must be present or absent, got %r" % (state,))
+    return {"add": add, "remove": remove}
+
+
+def in_flight(metrics_text):
+    """Requests an SGLang server holds (running + queued), summed over its ranks' samples, from its /metrics text;
+    None when the text has neither gauge (metrics off, or not SGLang)."""
+    total, seen = 0.0, False
+    for line in (metrics_text or "").splitlines():
+        match = _SAMPLE.match(line)
+        if not match or match.group(1) not in IN_FLIGHT_GAUGES:
+            continue
+        try:
+            total += float(match.group(3))
+        except ValueError:
+            continue
+        seen = True
+    return int(total) if seen else None
+
+
+def capacity(fleet_workers, in_rotation, leaving, min_serving=None):
+    """The capacity guard of one batch.
+
+    fleet_workers: every worker URL of the fleet; in_rotation: {router: [urls it lists]}; leaving: the URLs this
+    batch takes out; min_serving: the fewest workers that must stay in rotation on every router (None: all but
+    this batch, i.e. every worker outside the batch must be in rotation).
+    Returns {'ok': bool, 'serving': {router: N after the batch}, 'min_serving': N, 'msg': str}."""
+    fleet = set(normalize_url(url) for url in fleet_workers)
+    leaving = set(normalize_url(url) for url in leaving)
+    if min_serving is None or min_serving == "":
+        min_serving = len(fleet - leaving)
+    try:
+        min_serving = int(min_serving)
+    except (TypeError, ValueError):
+        raise ValueError("k26_min_serving must be an integer >= 0, got %r" % (min_serving,))
+    if min_serving < 0:
+        raise ValueError("k26_min_serving must be an integer >= 0, got %r" % (min_serving,))
+    serving, short = {}, []
+    for router in sorted(in_rotation):
+        rotation = set(normalize_url(url) for url in in_rotation[router] or [])
+        left = rotation - leaving
+        serving[router] = len(left)
+        if len(left) < min_serving:
+            short.append("%s would keep %d (%s)" % (router, len(left), ", ".join(sorted(left)) or "none"))
+    if short:
+        msg = ("refusing to take %s out of rotation: fewer than k26_min_serving=%d workers would serve: %s. Bring the "
+               "missing workers back (or lower k26_min_serving, or make the batch smaller with k26_serial)"
+               % (", ".join(sorted(leaving)) or "nothing", min_serving, "; ".join(short)))
+        return {"ok": False, "serving": serving, "min_serving": min_serving, "msg": msg}
+    return {"ok": True, "serving": serving, "min_serving": min_serving,
+            "msg": "%d worker(s) leave; every router keeps >= %d" % (len(leaving), min_serving)}
+
+
+def rotation_column(url, in_rotation):
+    """The fleet report's cell for one worker: 'router-a: in, router-b: OUT' (empty without routers); a router whose
+    listing is None (it could not be read) shows '?'."""
+    url = normalize_url(url)
+    cells = []
+    for router in sorted(in_rotation):
+        if in_rotation[router] is None:
+            cells.append("%s: ?" % router)
+            continue
+        rotation = set(normalize_url(u) for u in in_rotation[router])
+        cells.append("%s: %s" % (router, "in" if url in rotation else "OUT"))
+    return ", ".join(cells)
+
+
+DEFAULT_INSTANCES = [{"name": "sglang-k26", "port": 30000}]  # deploy_k26.yml's default k26_instances
+
+
+def fleet_workers(hosts, hostvars, groups=None):
+    """[{'host', 'instance', 'url'}] of every worker the routers route to: each instance of each host, except the
+    hosts of rank >= 1 in a multi-node group (only rank 0, the first host of sglang_multinode_group, serves HTTP).
+    Address: the host's sglang_router_worker_address, else ansible_host, else its inventory name."""
+    groups = groups or {}
+    out = []
+    for host in hosts:
+        hv = hostvars.get(host) or {}
+        group = hv.get("sglang_multinode_group") or ""
+        if group and (groups.get(group) or [host])[0] != host:
+            continue
+        address = hv.get("sglang_router_worker_address") or hv.get("ansible_host") or host
+        for instance in hv.get("k26_instances") or DEFAULT_INSTANCES:
+            state = instance.get("state") or hv.get("sglang_state") or "started"
+            if state in ("stopped", "absent"):
+                continue
+            out.append({"host": host, "instance": instance.get("name"),
+                        "url": worker_url(address, instance.get("port", 30000))})
+    return out
+
+
+def rotation_report(workers, in_rotation):
+    """The lines of the rotation report: one per worker (host, instance, URL, each router's in/OUT)."""
+    rows = [("host", "instance", "worker", "in rotation")]
+    for worker in workers:
+        rows.append((worker.get("host", ""), worker.get("instance", ""), worker["url"],
+                     rotation_column(worker["url"], in_rotation) or "-"))
+    widths = [max(len(str(row[i])) for row in rows) for i in range(4)]
+    lines = ["  ".join(str(cell).ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return lines

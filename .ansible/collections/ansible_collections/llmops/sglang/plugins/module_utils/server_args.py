@@ -1,0 +1,210 @@
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Turn the role's argument variables into SGLang's argv, and that argv into a systemd ExecStart= line.
+
+Pure functions, no I/O. The rules live here once; the server role reaches them through the
+``llmops.sglang.sglang_argv`` and ``llmops.sglang.systemd_exec_line`` filters.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import re
+
+# A flag name as SGLang's argparse knows them: lowercase words joined by dashes.
+_FLAG_NAME = re.compile(r'^[a-z0-9][a-z0-9-]*$')
+# Characters after which systemd would split, unquote or unescape a word.
+_NEEDS_QUOTES = re.compile(r'[\s"\'\\;]')
+
+
+class ServerArgsError(ValueError):
+    """Raised with a message that names the offending variable, key and what was expected."""
+
+
+def normalize_flag(name, where='sglang_server_args'):
+    """Return the bare flag name (``tp-size``) for ``tp-size``, ``--tp-size`` or ``tp_size``."""
+    if not isinstance(name, str):
+        raise ServerArgsError('%s: flag names must be strings, got %r' % (where, name))
+    flag = name[2:] if name.startswith('--') else name
+    flag = flag.replace('_', '-')
+    if not _FLAG_NAME.match(flag):
+        raise ServerArgsError(
+            '%s: %r is not a flag name; expected lowercase words joined by dashes, e.g. attention-backend' % (where, name))
+    return flag
+
+
+def reserved_owner(flag, reserved):
+    """The variable that owns ``flag`` (bare name, e.g. ``tp`` or ``nccl-init-addr``) when it is reserved, else None.
+
+    ``reserved`` maps every option string of a reserved SGLang argument (its name and its aliases, e.g.
+    ``dist-init-addr`` and ``nccl-init-addr``) to the variable that sets it. SGLang's parser is a plain
+    ``argparse.ArgumentParser`` (``server_args.py:679``, allow_abbrev left on), so an unambiguous prefix such as
+    ``--tp`` means ``--tp-size`` and an ambiguous one fails the start; either way a prefix of a reserved option
+    string is refused. In 0.5.23 no other option string is a prefix of a reserved one (``--model`` is itself the
+    alias of ``--model-path``), so this refuses nothing the parser would give to another argument.
+    """
+    if flag in reserved:
+        return reserved[flag]
+    for name in sorted(reserved):
+        if name.startswith(flag):
+            return reserved[name]
+    return None
+
+
+def _extra_arg_flag(arg):
+    """The bare flag name of a raw argument (``--api-key=x`` -> ``api-key``), or None for a value."""
+    if not isinstance(arg, str) or not arg.startswith('--') or len(arg) < 3:
+        return None
+    return arg[2:].split('=', 1)[0].replace('_', '-')
+
+
+def _value_to_str(flag, value, where):
+    if isinstance(value, bool):
+        raise ServerArgsError('%s[%r]: a true/false value inside a list is not an argument' % (where, flag))
+    if isinstance(value, (dict, list)):
+        # JSON-valued flags such as --json-model-override-args take the value as one compact JSON word.
+        return json.dumps(value, separators=(',', ':'), sort_keys=True)
+    if isinstance(value, (int, float, str)):
+        return str(value)
+    raise ServerArgsError('%s[%r]: unsupported value %r (expected a string, number, bool, list or dict)' % (where, flag, value))
+
+
+def build_argv(server_args=None, extra_args=None, reserved=None):
+    """Return SGLang's argument list (without the program) for the role's variables.
+
+    ``server_args`` maps flag -> value: ``True`` renders the bare flag, ``False``/``None`` leave it out, a list
+    repeats the flag once per item, a dict becomes compact JSON, anything else one value.
+    ``extra_args`` is appended verbatim (raw arguments the dict cannot say).
+    ``reserved`` maps flags that the role sets from dedicated variables to those variables' names, so that
+    ``sglang_server_args: {port: 1}`` fails instead of silently fighting ``sglang_port``.
+    """
+    server_args = server_args or {}
+    extra_args = extra_args or []
+    reserved = reserved or {}
+    if not isinstance(server_args, dict):
+        raise ServerArgsError('sglang_server_args must be a dict of flag: value, got %s' % type(server_args).__name__)
+    if not isinstance(extra_args, list):
+        raise ServerArgsError('sglang_extra_args must be a list of raw arguments, got %s' % type(extra_args).__name__)
+
+    argv = []
+    seen = {}
+    for name, value in server_args.items():
+        flag = normalize_flag(name)
+        if flag in seen:
+            raise ServerArgsError('sglang_server_args: %r and %r are the same flag --%s' % (seen[flag], name, flag))
+        seen[flag] = name
+        owner = reserved_owner(flag, reserved)
+        if owner:
+            raise ServerArgsError('sglang_server_args: %r (--%s) is set by %s; set it there instead' % (name, flag, owner))
+        if value is None or value is False:
+            continue
+        if value is True:
+            argv.append('--' + flag)
+        elif isinstance(value, list):
+            for item in value:
+                argv.extend(['--' + flag, _value_to_str(flag, item, 'sglang_server_args')])
+        else:
+            argv.extend(['--' + flag, _value_to_str(flag, value, 'sglang_server_args')])
+
+    for index, arg in enumerate(extra_args):
+        if not isinstance(arg, (str, int, float)) or isinstance(arg, bool):
+            raise ServerArgsError('sglang_extra_args[%d]: expected a string, got %r' % (index, arg))
+        flag = _extra_arg_flag(arg)
+        owner = reserved_owner(flag, reserved) if flag else None
+        if owner:
+            # The value after it may be a secret (--api-key KEY): only the flag is named.
+            raise ServerArgsError('sglang_extra_args[%d]: --%s is set by %s; set it there instead' % (index, flag, owner))
+        argv.append(str(arg))
+    return argv
+
+
+# argparse's own last words, as SGLang 0.5.23 prints them: "sglang serve: error: argument --x: invalid float value"
+# (server_args.py:679: ArgumentParser(prog="sglang serve")), "ambiguous option: --a could match --a-b, --a-c",
+# "unrecognized arguments: --x 1".
+_PARSER_ERROR = re.compile(r'^\S.*?: error: .+$', re.M)
+_FLAG_IN_ERROR = re.compile(r'(?<![\w-])--([A-Za-z0-9][A-Za-z0-9_-]*)')
+
+
+def parser_refusal(stderr, server_args=None, extra_args=None, reserved=None):
+    """What SGLang's parser said about the role's argv, and the role variable that holds the flag it names.
+
+    Returns {'error': the parser's error line (or the last line of its output), 'variable': e.g.
+    ``sglang_server_args['mem-fraction-static']``, ``sglang_extra_args[2]``, ``sglang_port``, or the two argument
+    variables when no flag is named}.
+    """
+    text = stderr or ''
+    errors = _PARSER_ERROR.findall(text)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    error = errors[-1].strip() if errors else (lines[-1] if lines else 'the parser failed without a message')
+    keys = {}
+    for name in (server_args or {}):
+        try:
+            keys.setdefault(normalize_flag(name), name)
+        except ServerArgsError:
+            continue
+    for flag in _FLAG_IN_ERROR.findall(error):
+        if flag in keys:
+            return {'error': error, 'variable': 'sglang_server_args[%r]' % keys[flag]}
+        for index, arg in enumerate(extra_args or []):
+            if str(arg) == '--' + flag or str(arg).startswith('--%s=' % flag):
+                return {'error': error, 'variable': 'sglang_extra_args[%d]' % index}
+        if flag in (reserved or {}):
+            return {'error': error, 'variable': reserved[flag]}
+    return {'error': error, 'variable': 'sglang_server_args / sglang_extra_args'}
+
+
+def systemd_quote(word):
+    """Quote one argv word so that systemd's ExecStart= parser hands it to the program unchanged.
+
+    systemd expands %-specifiers and $VARIABLES in ExecStart=, so ``%`` and ``$`` are doubled;
+    inside double quotes it understands C escapes, so backslashes, quotes and control characters are escaped.
+    """
+    word = str(word)
+    escaped = word.replace('%', '%%').replace('$', '$$')
+    if word and not _NEEDS_QUOTES.search(word):
+        return escaped
+    escaped = (escaped.replace('\\', '\\\\').replace('"', '\\"')
+               .replace('\n', '\\n').replace('\t', '\\t').replace('\r', '\\r'))
+    return '"%s"' % escaped
+
+
+def systemd_exec_line(argv):
+    """Join argv into one ExecStart= value, each word quoted for systemd as needed."""
+    if not isinstance(argv, (list, tuple)) or not argv:
+        raise ServerArgsError('an ExecStart command needs a non-empty list of words, got %r' % (argv,))
+    return ' '.join(systemd_quote(word) for word in argv)
+
+
+# What systemd accepts as an environment variable name in EnvironmentFile=.
+_ENV_NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
+
+
+def environment_lines(env, where='sglang_env'):
+    """Return ``KEY="value"`` lines for a systemd EnvironmentFile=, sorted by key.
+
+    EnvironmentFile= does not expand variables or specifiers, but it does unquote and unescape double-quoted
+    values, so backslashes and quotes are escaped. Newlines cannot be expressed and are refused.
+    """
+    if env is None:
+        env = {}
+    if not isinstance(env, dict):
+        raise ServerArgsError('%s must be a dict of NAME: value, got %s' % (where, type(env).__name__))
+    lines = []
+    for name in sorted(env):
+        value = env[name]
+        if not isinstance(name, str) or not _ENV_NAME.match(name):
+            raise ServerArgsError('%s: %r is not an environment variable name (letters, digits, _; not starting with a digit)' % (where, name))
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            value = '1' if value else '0'
+        if not isinstance(value, (str, int, float)):
+            raise ServerArgsError('%s[%s]: expected a string or number, got %s' % (where, name, type(value).__name__))
+        value = str(value)
+        if '\n' in value or '\r' in value:
+            raise ServerArgsError('%s[%s]: a value cannot contain a line break in an EnvironmentFile' % (where, name))
+        lines.append('%s="%s"' % (name, value.replace('\\', '\\\\').replace('"', '\\"')))
+    return lines

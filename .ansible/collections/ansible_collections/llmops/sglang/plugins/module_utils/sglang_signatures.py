@@ -1,0 +1,423 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, llmops.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one table of SGLang-version-specific knowledge used while waiting.
+
+Startup phases (lenient patterns, stable names, human labels), fatal failure
+signatures (pattern, short name, hint) and warnings known to be harmless.
+Everything that depends on what a given SGLang release prints lives here, so a
+new release means editing this file and its tests, nothing else.
+
+Pure data and small helpers: no I/O, importable on Python 3.8+ on the managed
+node and on the controller (a live progress display imports PHASES).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+from collections import namedtuple
+
+# The SGLang release this table was checked against (tests/conformance fetches exactly this wheel and holds every
+# row below against its source); the one place for it and the packages pinned with it is module_utils/pins.py.
+from ansible_collections.llmops.sglang.plugins.module_utils.pins import PINS, RELEASE  # noqa: F401 (RELEASE: API)
+
+# Where a row's text comes from. origin: for SGLang's own text a path relative to sglang/srt/ of the RELEASE wheel and
+# line the 1-based line there that holds text, verbatim (an f-string or %-format fragment as written in the source);
+# for text of other programs their true origin ('argparse (CPython 3.11)', 'uvicorn==0.54.0:uvicorn/server.py',
+# 'gcc', 'torch', 'NCCL', ...) with the line in that file when it is one, else None. tests/conformance checks every
+# SGLang line against the wheel (a new release names exactly the rows whose lines moved), renders it with sample
+# values and feeds it through this table; the other origins are rendered by running the real thing where it can run.
+Source = namedtuple('Source', ['origin', 'line', 'text'])
+
+# name: stable identifier other components rely on; label: for humans;
+# pattern: compiled regex searched in a journal line (prefix included);
+# stall_hint: what usually explains a stall in this phase; sources: the lines of the release it recognises.
+Phase = namedtuple('Phase', ['name', 'label', 'pattern', 'stall_hint', 'sources'])
+
+# Ordered: a phase only ever moves forward within one run of the unit.
+# Patterns are deliberately lenient (releases rename lines: older ones said "Init torch distributed", "Capture cuda
+# graph begin"); they feed progress and stall detection only, never the readiness decision.
+PHASES = (
+    Phase('init', 'distributed init',
+          re.compile(r'Init parallel (?:begin|ends)|(?i:init(?:ialize)? torch distributed)'),
+          'Distributed init hangs when a rank cannot reach the others: check NCCL_* / GLOO_SOCKET_IFNAME, '
+          '--dist-init-addr and that no other server holds the port range.',
+          (Source('distributed/bootstrap.py', 115, 'Init parallel begin.'),
+           Source('distributed/bootstrap.py', 190, 'Init parallel ends. elapsed={time.perf_counter() - tic:.2f} s'))),
+    Phase('weights', 'loading weights',
+          re.compile(r'(?i)load(?:ing)? weights? begin|loading safetensors checkpoint shards'),
+          'Weight loading is bound by disk or network speed: check the model directory is local and readable, '
+          'and raise stall_timeout for very large checkpoints on slow storage.',
+          (Source('model_executor/model_runner.py', 1274,
+                  'Load weight begin. avail mem={get_available_gpu_memory(self.device, self.gpu_id):.2f} GB'),
+           Source('model_loader/weight_utils.py', 1166, 'desc="Loading safetensors checkpoint shards",'))),
+    Phase('kv_cache', 'allocating KV cache',
+          re.compile(r'(?i)load weights? end|KV Cache is allocated|Memory pool end'),
+          'KV cache allocation should take seconds: look for memory errors on the GPUs (nvidia-smi, dmesg).',
+          (Source('model_executor/model_runner.py', 1373, 'Load weight end. '),
+           Source('mem_cache/memory_pool.py', 2088, "{cache_name} {'VA upper bound' if self.post_capture_active else "
+                  "'is allocated'}. dtype: {self.dtype}, "),
+           Source('mem_cache/memory_pool.py', 2096, "{cache_name} {'VA upper bound' if self.post_capture_active else "
+                  "'is allocated'}. dtype: {self.dtype}, "),
+           Source('mem_cache/kv_cache_configurator.py', 499, 'Memory pool end. '))),
+    # Only the capture's own begin/end lines: start-up warnings that merely mention CUDA graphs or DeepGEMM JIT
+    # (arg_groups/cuda_graph_hook.py:299 "Disabling prefill CUDA graph ... a captured prefill graph" for DeepSeek-V3
+    # on trtllm_mla, arg_groups/serving_hook.py:486) come before init and must not skip the phases in between.
+    Phase('cuda_graph', 'capturing CUDA graphs',
+          re.compile(r'(?i)\bcapture\b[^.]*\bgraph (?:begin|end)\b|Capturing batches|DeepGEMM JIT (?:Pre-Compile|Compiling)'),
+          'DeepGEMM/Triton JIT and CUDA graph capture can take 10-20 minutes on a cold cache: persist '
+          '~/.cache/deep_gemm and ~/.triton across restarts, or raise stall_timeout.',
+          (Source('model_executor/model_runner_components/cuda_graph_setup.py', 759,
+                  'Capture {capture_name} {graph_backend[model_runner.device]} begin. '),
+           Source('model_executor/model_runner_components/cuda_graph_setup.py', 788,
+                  'Capture {capture_name} {graph_backend[model_runner.device]} end. '),
+           Source('model_executor/model_runner_components/cuda_graph_setup.py', 685,
+                  'Capture {capture_name} CUDA graph begin. '),
+           Source('model_executor/model_runner_components/cuda_graph_setup.py', 696,
+                  'Capture {capture_name} CUDA graph end. '),
+           Source('speculative/eagle_worker_v2.py', 515, 'Capture draft decode CUDA graph begin. backend={decode_backend}, '),
+           Source('speculative/eagle_worker_v2.py', 634, 'Capture draft extend CUDA graph begin. backend={decode_backend}, '),
+           Source('speculative/multi_layer_eagle_draft_extend_cuda_graph_runner.py', 632,
+                  'Capture draft extend CUDA graph begin. step={step}, '),
+           Source('speculative/frozen_kv_mtp_worker_v2.py', 396, 'Capture Frozen-KV MTP draft cuda graph begin.'),
+           Source('speculative/uno_worker_v2.py', 166, 'Capture UNO tree draft CUDA graph begin. '),
+           Source('layers/deep_gemm_wrapper/compile_utils.py', 170, 'Entering DeepGEMM JIT Pre-Compile session. '),
+           Source('layers/deep_gemm_wrapper/compile_utils.py', 180, 'Try DeepGEMM JIT Compiling for '),
+           Source('model_executor/runner/decode_cuda_graph_runner.py', 1343,
+                  'Capturing batches ({bs=} {avail_mem=:.2f} GB)'))),
+    Phase('http_up', 'starting HTTP server',
+          re.compile(r'Started server process|Waiting for application startup|Application startup complete|Uvicorn running on'),
+          'The scheduler is up but the HTTP server did not finish starting: check the port is free.',
+          (Source('uvicorn==0.54.0:uvicorn/server.py', 101, 'Started server process [%d]'),
+           Source('uvicorn==0.54.0:uvicorn/lifespan/on.py', 48, 'Waiting for application startup.'),
+           Source('uvicorn==0.54.0:uvicorn/lifespan/on.py', 62, 'Application startup complete.'),
+           Source('uvicorn==0.54.0:uvicorn/server.py', 232, 'Uvicorn running on {addr_format} (Press CTRL+C to quit)'),
+           Source('entrypoints/http_server.py', 3072, 'f"Uvicorn running on {config.host}:{config.port} "'))),
+    # The warmup thread polls GET /model_info every second, 120 times (entrypoints/http_server.py:2370-2379), then
+    # sends one request; uvicorn's access log shows both.
+    Phase('warmup', 'warming up',
+          re.compile(r'"GET /model_info HTTP/1\.[01]"|"POST /generate HTTP/1\.[01]"|Prefill batch'),
+          'The warmup request is stuck: SGLANG_WARMUP_TIMEOUT (default 600 s) bounds it; check the scheduler lines above.',
+          (Source('uvicorn==0.54.0:uvicorn/config.py', 94,
+                  '"fmt": \'%(levelprefix)s %(client_addr)s - "%(request_line)s" %(status_code)s\','),
+           Source('entrypoints/http_server.py', 2374, 'url + "/model_info", timeout=5, headers=headers, verify=ssl_verify'),
+           Source('managers/scheduler_components/metrics_reporter.py', 754, 'Prefill batch{iter_msg}, '))),
+    Phase('ready', 'ready',
+          re.compile(r'The server is fired up and ready to roll'),
+          '',
+          (Source('entrypoints/http_server.py', 2600, 'The server is fired up and ready to roll!'),)),
+)
+
+PHASE_NAMES = tuple(p.name for p in PHASES)
+_PHASE_INDEX = dict((p.name, i) for i, p in enumerate(PHASES))
+
+# name: short identifier; pattern: regex searched in the line; hint: the fix a user
+# needs (may use the pattern's named groups with str.format); generic: a marker that
+# something failed without saying what (used only when nothing specific matched); sources: as for Phase.
+Signature = namedtuple('Signature', ['name', 'pattern', 'hint', 'generic', 'sources'])
+
+_ARGPARSE = 'argparse (CPython 3.11)'
+# The transformers release SGLang 0.5.23 pins (its Requires-Dist), whose messages the model rows read.
+_TRANSFORMERS = 'transformers==5.19.0:transformers/'
+
+# Order is priority: when several signatures match lines of the failed run, the
+# earliest row names the cause (root causes first, cascades and generic markers last).
+FATAL_SIGNATURES = (
+    Signature('python_headers',
+              re.compile(r'fatal error: Python\.h: No such file or directory'),
+              'Triton compiles a C helper at start-up and needs the Python headers: install python3-dev AND '
+              'python3.X-dev for the Python version X of the server\'s venv.',
+              False,
+              (Source('gcc (Triton builds its cuda_utils.c helper with #include <Python.h>)', None,
+                      '%(file)s:%(line)d:%(col)d: fatal error: Python.h: No such file or directory'),)),
+    Signature('compressed_tensors_too_old',
+              re.compile(r"AttributeError:.*nvfp4_pack_quantized|'nvfp4-pack-quantized' is not a valid CompressionFormat"),
+              'compressed-tensors is too old for this checkpoint (nvfp4-pack-quantized needs >= 0.10.0): install the '
+              'version SGLang pins (%s pins compressed-tensors==%s) in the server\'s venv.'
+              % (RELEASE, PINS['compressed-tensors']),
+              False,
+              (Source('layers/quantization/compressed_tensors/utils.py', 18,
+                      'CompressionFormat.nvfp4_pack_quantized.value,'),
+               Source('enum (CPython 3.11): a compressed-tensors without the member', None,
+                      "AttributeError: nvfp4_pack_quantized / ValueError: %r is not a valid CompressionFormat"))),
+    Signature('unrecognized_arguments',
+              re.compile(r'error: unrecognized arguments: (?P<args>.*)'),
+              'This SGLang version does not know the flag(s) {args}: remove or rename them in the unit\'s command line.',
+              False,
+              (Source(_ARGPARSE, None, 'unrecognized arguments: %s'),)),
+    Signature('bad_argument',
+              re.compile(r'\S+: error: (?:argument \S+|the following arguments are required|ambiguous option: '
+                         r'(?P<option>\S+) could match (?P<matches>.*))'),
+              'A flag has a wrong value, is missing or is abbreviated: fix the unit\'s command line as the error says '
+              '(spell flags out in full: argparse takes a unique prefix, and a new release makes it ambiguous).',
+              False,
+              (Source(_ARGPARSE, None, 'argument %(argument_name)s: %(message)s'),
+               Source(_ARGPARSE, None, 'the following arguments are required: %s'),
+               Source(_ARGPARSE, None, 'ambiguous option: %(option)s could match %(matches)s'))),
+    Signature('missing_module',
+              re.compile(r"ModuleNotFoundError: No module named '(?P<module>[^']+)'"),
+              'Python module {module} is missing from the server\'s venv: install it (or the SGLang extra that brings it).',
+              False,
+              (Source('import system (CPython 3.11)', None, "ModuleNotFoundError: No module named '%s'"),)),
+    Signature('model_path',
+              re.compile(r"does not appear to have a file named|is not a local folder and is not a valid model identifier|"
+                         r"Can't load the configuration of|No such file or directory: '[^']*config\.json'"),
+              'The model could not be found: check --model-path points at a complete local checkpoint readable by the service user.',
+              False,
+              (Source(_TRANSFORMERS + 'utils/hub.py', 471,
+                      'f"{path_or_repo_id} does not appear to have a file named {filename}. Checkout "'),
+               Source(_TRANSFORMERS + 'utils/hub.py', 570,
+                      'f"{path_or_repo_id} is not a local folder and is not a valid model identifier "'),
+               Source(_TRANSFORMERS + 'configuration_utils.py', 865,
+                      'f"Can\'t load the configuration of \'{pretrained_model_name_or_path}\'. If you were trying to load it"'),
+               Source('OSError (CPython 3.11) opening the checkpoint', None,
+                      "FileNotFoundError: [Errno 2] No such file or directory: '%s/config.json'"))),
+    # transformers 5 words it "requires you to execute custom code" / "pass the argument `trust_remote_code=True`"
+    # (the second line of its message); SGLang's own tokenizer loader wraps it; older releases said "execute the
+    # configuration file".
+    Signature('trust_remote_code',
+              re.compile(r'requires you to execute (?:the (?:configuration|modeling|tokenizer) file|custom code)|'
+                         r'(?:set the option|pass the argument) `trust_remote_code=True`|'
+                         r'Failed to load the tokenizer\. If the tokenizer is a custom tokenizer'),
+              'This model ships its own code: add --trust-remote-code to the server\'s flags.',
+              False,
+              (Source('utils/hf_transformers/tokenizer.py', 203, '"Failed to load the tokenizer. If the tokenizer is a custom "'),
+               Source(_TRANSFORMERS + 'dynamic_module_utils.py', 703,
+                      '"Loading this model requires you to execute custom code contained in the model repository on your local "'),
+               Source(_TRANSFORMERS + 'dynamic_module_utils.py', 790,
+                      'f"Please pass the argument `trust_remote_code=True` to allow custom code to be run."'))),
+    Signature('no_kernel_image',
+              re.compile(r'no kernel image is available for execution on the device'),
+              'A CUDA binary was not built for this GPU architecture: install torch / sgl-kernel / SGLang builds for this GPU (e.g. sm_100/sm_103).',
+              False,
+              (Source('CUDA runtime (cudaErrorNoKernelImageForDevice, via torch)', None,
+                      'CUDA error: no kernel image is available for execution on the device'),)),
+    Signature('scheduler_oom_killed',
+              re.compile(r'scheduler died during initialization \(exit code: -9\)'),
+              'A scheduler was SIGKILLed (-9), usually by the kernel OOM killer on host RAM: check `journalctl -k | grep -i oom`, '
+              'free host memory or lower the load-time memory use.',
+              False,
+              (Source('entrypoints/engine.py', 2006, 'f"Rank {rank} scheduler died during initialization "'),
+               Source('entrypoints/engine.py', 2007, 'f"(exit code: {proc.exitcode}). "'))),
+    Signature('not_enough_memory',
+              re.compile(r'Not enough memory\. Please try to increase --mem-fraction-static'),
+              'GPU memory left for the KV cache is too small: raise --mem-fraction-static a little, lower --context-length, '
+              'or use more GPUs (--tp-size).',
+              False,
+              (Source('model_executor/pool_configurator.py', 96, 'Not enough memory. Please try to increase --mem-fraction-static.'),)),
+    Signature('cuda_oom',
+              re.compile(r'CUDA out of memory|OutOfMemoryError|CUDA error: out of memory'),
+              'The GPUs ran out of memory: lower --mem-fraction-static (leaves room for activations and CUDA graphs) or '
+              'lower the CUDA graph batch size (--cuda-graph-max-bs-decode).',
+              False,
+              (Source('torch (c10/cuda/CUDACachingAllocator.cpp)', None,
+                      'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate %s. GPU %d has a total capacity of %s'),
+               Source('CUDA runtime (cudaErrorMemoryAllocation, via torch: e.g. inside a graph capture)', None,
+                      'RuntimeError: CUDA error: out of memory'))),
+    Signature('cuda_graph_failed',
+              re.compile(r'(?i)Capture [\w -]*?cuda graph failed'),
+              'CUDA graph capture failed (usually memory): lower --mem-fraction-static or the CUDA graph batch size '
+              '(--cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill), or run once with '
+              '--cuda-graph-backend-decode=disabled to confirm.',
+              False,
+              (Source('model_executor/runner/decode_cuda_graph_runner.py', 603,
+                      'f"Capture cuda graph failed: {e}\\n{CUDA_GRAPH_CAPTURE_FAILED_MSG}"'),
+               Source('model_executor/runner/prefill_cuda_graph_runner.py', 521, 'f"Capture prefill CUDA graph failed: {e}\\n"'),
+               Source('speculative/eagle_draft_cuda_graph_runner.py', 297,
+                      'f"Capture cuda graph failed: {e}\\n{CUDA_GRAPH_CAPTURE_FAILED_MSG}"'),
+               Source('speculative/eagle_draft_extend_cuda_graph_runner.py', 306,
+                      'f"Capture cuda graph failed: {e}\\n{CUDA_GRAPH_CAPTURE_FAILED_MSG}"'),
+               Source('speculative/multi_layer_eagle_draft_extend_cuda_graph_runner.py', 227,
+                      'f"Capture cuda graph failed: {e}\\n{CUDA_GRAPH_CAPTURE_FAILED_MSG}"'),
+               Source('speculative/frozen_kv_mtp_cuda_graph_runner.py', 198,
+                      'f"Capture frozen-KV MTP cuda graph failed: {e}\\n"'))),
+    # Before warmup_failed: with the HTTP port taken, uvicorn fails at once and the warmup thread, polling a port
+    # that never served, logs "Initialization failed. warmup error" ~2 minutes later: the port is the cause.
+    Signature('http_port_in_use',
+              re.compile(r'\[Errno 98\].*address already in use'),
+              'The HTTP port is taken by another process: find it with `ss -ltnp` and stop it, or change --port.',
+              False,
+              (Source('uvicorn==0.54.0:uvicorn/server.py', 190, 'logger.error(exc)'),
+               Source('asyncio (CPython 3.11) / uvloop create_server', None,
+                      '[Errno 98] error while attempting to bind on address %r: address already in use'))),
+    Signature('warmup_failed',
+              re.compile(r'Initialization failed\. warmup error'),
+              'The server loaded but its first (warmup) request failed: read the warmup error; SGLANG_WARMUP_TIMEOUT bounds it.',
+              False,
+              (Source('entrypoints/http_server.py', 2384, 'logger.error(f"Initialization failed. warmup error: {last_traceback}")'),
+               Source('entrypoints/http_server.py', 2533, 'logger.error(f"Initialization failed. warmup error: {last_traceback}")'))),
+    Signature('port_in_use',
+              re.compile(r'Port is already in use|is not available in \d+ seconds'),
+              'Another process holds a port in SGLang\'s range (internal ports are derived from --port): stop the other '
+              'server or choose another --port.',
+              False,
+              (Source('server_args.py', 886, 'f"Port is already in use. {dist_init_port=} {port_base=} {detokenizer_port=} '
+                      '{nccl_port=} {scheduler_input_port=}"'),
+               Source('utils/network.py', 103, 'f"{port_name} at {port} is not available in {timeout_s} seconds. {error_message}"'))),
+    Signature('nccl',
+              re.compile(r'NCCL WARN|NCCL error|ncclInternalError|ncclSystemError|ncclUnhandledCudaError|ncclRemoteError|'
+                         r'Watchdog caught collective operation timeout'),
+              'NCCL failed: check the NCCL_* environment (on PCIe-only boxes NCCL_P2P_LEVEL / --enable-p2p-check / '
+              'NCCL_P2P_DISABLE=1), NCCL_SOCKET_IFNAME and NCCL_IB_DISABLE.',
+              False,
+              (Source('distributed/device_communicators/pynccl_wrapper.py', 474, 'raise RuntimeError(f"NCCL error: {error_str}")'),
+               Source('NCCL (debug.cc, NCCL_DEBUG=WARN)', None, '%s:%d:%d [%d] NCCL WARN %s'),
+               Source('torch (ProcessGroupNCCL.cpp)', None,
+                      '[Rank %d] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=%d, OpType=ALLREDUCE, ...)'),
+               Source('torch (distributed, NCCL result)', None,
+                      'torch.distributed.DistBackendError: NCCL error in: %s, unhandled system error (run with '
+                      'NCCL_DEBUG=INFO for details), NCCL version %s\nncclSystemError: System call (e.g. socket, malloc) '
+                      'or external library call failed or device error.'))),
+    # Generic markers: they say that something failed, the cause is elsewhere.
+    Signature('scheduler_died',
+              re.compile(r'scheduler died during initialization|scheduler is dead'),
+              'A scheduler (one TP rank) died: its traceback above is the cause.',
+              True,
+              (Source('entrypoints/engine.py', 2006, 'f"Rank {rank} scheduler died during initialization "'),)),
+    # After the load, the watchdog notices a dead scheduler (no traceback when the kernel killed it).
+    Signature('subprocess_crashed',
+              re.compile(r'Subprocess (?P<name>\S+) \(pid=\d+\) crashed with exit code (?P<code>-?\d+)'),
+              'The server\'s {name} process died with exit code {code} after start-up (-9 is SIGKILL, usually the kernel '
+              'OOM killer: check `journalctl -k | grep -i oom`); a traceback above it, if any, is the cause.',
+              True,
+              (Source('utils/watchdog.py', 217, 'f"Subprocess {name} (pid={proc.pid}) crashed "'),)),
+    Signature('scheduler_exception',
+              re.compile(r'Scheduler hit an exception'),
+              'A scheduler (one TP rank) raised: the traceback that follows this line is the cause.',
+              True,
+              (Source('managers/scheduler.py', 6372, 'logger.error(f"Scheduler hit an exception: {traceback}")'),)),
+    # SIGQUIT: a child asks the main process to tear everything down (during the load: engine.py; after it: the
+    # tokenizer manager's handler).
+    Signature('child_failed',
+              re.compile(r'Received sigquit from a child process|SIGQUIT received\. .*It usually means one child failed'),
+              'SGLang stopped because a child process failed: the real cause is the traceback before this line.',
+              True,
+              (Source('entrypoints/engine.py', 1978,
+                      '"Received sigquit from a child process. It usually means the child failed."'),
+               Source('managers/tokenizer_manager.py', 4074,
+                      'f"SIGQUIT received. {signum=}, {frame=}. It usually means one child failed."'))),
+    Signature('init_failed',
+              re.compile(r'Initialization failed\. Please see the error messages above'),
+              'Start-up failed: the error messages above this line name the cause.',
+              True,
+              (Source('entrypoints/engine.py', 2032, '"Initialization failed. Please see the error messages above."'),)),
+)
+
+_SIGNATURE_INDEX = dict((s.name, i) for i, s in enumerate(FATAL_SIGNATURES))
+
+# Lines known to be harmless even though they contain alarming words; they never
+# count as fatal and never appear in the failure excerpt.
+BENIGN_PATTERNS = (
+    re.compile(r'Setup Custom allreduce failed with CUDART error: peer access is not supported'),
+    re.compile(r"(?i)custom all-?reduce.*disabled because it's not supported on more than two PCIe-only GPUs"),
+    re.compile(r'Unexpected error during package walk: cutlass\.cute\.experimental'),
+)
+
+# SGLang's logging prefix: "[2026-05-30 14:39:28 TP1] ", "[2026-05-30 14:39:28 DP0 TP3 EP3] ",
+# "[2026-05-30 14:39:28] " (main process). Lines without it are continuation lines
+# (tracebacks, compiler output, uvicorn, tqdm).
+LOG_PREFIX_RE = re.compile(r'^\[(?P<time>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)(?: (?P<rank>[^\]]*))?\] ?')
+# Other loggers writing whole lines of their own (uvicorn, python warnings, NCCL "host:pid:tid [n] NCCL ...").
+OTHER_LOGGER_RE = re.compile(r'^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):\s|^\S+:\d+:\d+ \[\d+\] NCCL ')
+
+# The line that means "a child failed, the cause is above".
+SIGQUIT_RE = FATAL_SIGNATURES[_SIGNATURE_INDEX['child_failed']].pattern
+
+# Secrets that SGLang itself prints (server_args=ServerArgs(... api_key='...')).
+_SECRET_RES = (
+    re.compile(r"(?P<key>\b(?:admin_)?api_key\s*=\s*)(?P<q>['\"])(?P<value>[^'\"]+)(?P=q)"),
+    re.compile(r"(?P<key>--(?:admin-)?api-key[ =])(?P<q>['\"]?)(?P<value>[^\s'\"]+)(?P=q)"),
+    re.compile(r"(?P<key>\b(?:hf_token|HF_TOKEN|token)\s*=\s*)(?P<q>['\"])(?P<value>[^'\"]+)(?P=q)"),
+    re.compile(r"(?P<key>Authorization:\s*Bearer\s+)(?P<q>)(?P<value>\S+)"),
+)
+REDACTED = '********'
+# HTTP headers whose values are secrets (a probe's Authorization, X-API-Key, cookies...): masked like the above.
+SECRET_HEADER_RE = re.compile(r'(?i)authorization|api[-_]?key|token|secret|cookie')
+# SGLang flags whose value is a secret (argv words; the patterns above cover them inside printed lines).
+SECRET_FLAGS = ('--api-key', '--admin-api-key', '--hf-token')
+
+
+def phase_index(name):
+    """Position of a phase in PHASES (-1 for None/unknown)."""
+    return _PHASE_INDEX.get(name, -1)
+
+
+def phase_by_name(name):
+    """The Phase row for a name, or None."""
+    idx = _PHASE_INDEX.get(name)
+    return None if idx is None else PHASES[idx]
+
+
+def phase_label(name):
+    phase = phase_by_name(name)
+    return phase.label if phase else 'before the first start-up phase'
+
+
+def match_phase(line):
+    """The latest Phase whose pattern matches the line, or None."""
+    for phase in reversed(PHASES):
+        if phase.pattern.search(line):
+            return phase
+    return None
+
+
+def is_benign(line):
+    return any(p.search(line) for p in BENIGN_PATTERNS)
+
+
+def match_fatal(line):
+    """(Signature, match) for the highest-priority fatal signature in the line, or (None, None).
+
+    Known-harmless warnings never match.
+    """
+    if is_benign(line):
+        return None, None
+    for sig in FATAL_SIGNATURES:
+        m = sig.pattern.search(line)
+        if m:
+            return sig, m
+    return None, None
+
+
+def signature_priority(name):
+    return _SIGNATURE_INDEX.get(name, len(FATAL_SIGNATURES))
+
+
+def signature_hint(sig, match=None):
+    """The hint of a signature, filled with the pattern's named groups when it uses them."""
+    if match is not None and match.groupdict():
+        try:
+            return sig.hint.format(**dict((k, (v or '').strip()) for k, v in match.groupdict().items()))
+        except (KeyError, IndexError, ValueError):
+            pass
+    return sig.hint.replace('{', '').replace('}', '')
+
+
+def strip_prefix(line):
+    """Split SGLang's log prefix off: returns (rank or '', text). rank is '' for the main process."""
+    m = LOG_PREFIX_RE.match(line)
+    if not m:
+        return None, line
+    return (m.group('rank') or ''), line[m.end():]
+
+
+def has_log_prefix(line):
+    """True when the line starts a log record of its own (SGLang's or another logger's)."""
+    return bool(LOG_PREFIX_RE.match(line) or OTHER_LOGGER_RE.match(line))
+
+
+def secret_values(api_key=None, headers=None):
+    """The values to mask in anything shown: the API key and every header value whose name looks secret."""
+    return [api_key] + [str(v) for k, v in (headers or {}).items() if SECRET_HEADER_RE.search(str(k))]
+
+
+def redact(line, secrets=()):
+    """Mask api keys and tokens in a line (given secret values and the patterns SGLang prints)."""
+    for secret in secrets:
+        if secret and len(secret) >= 4 and secret in line:
+            line = line.replace(secret, REDACTED)
+    for rx in _SECRET_RES:
+        line = rx.sub(lambda m: m.group('key') + m.group('q') + REDACTED + m.group('q'), line)
+    return line

@@ -1,0 +1,365 @@
+"""The stand-in (tests/standin) against the real release: its parser is the release's, and what it prints through each
+start-up and each fault of its grammar lands where the same event of real 0.5.23 lands, in the release's own words.
+
+The stand-in runs from its source tree (PYTHONPATH=tests/standin/src: it is stdlib-only) with the .venv's Python, as
+`python -m sglang.launch_server`, at a fast pace, several at once. Each run's output goes line by line through a
+JournalDigest (as the waiter reads the journal) and must reach the phase or name the signature real SGLang's would;
+and every line of it that a phase or signature matches must be one of that row's real 0.5.23 format strings (the
+row's cited lines, rendered as patterns), so the stand-in cannot drift from the release again.
+"""
+
+import ast
+import concurrent.futures
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+
+import pytest
+
+import sglang_release
+from citations import is_file, rows, string_at
+from ansible_collections.llmops.sglang.plugins.module_utils import sglang_signatures as table
+from ansible_collections.llmops.sglang.plugins.module_utils.journal_digest import JournalDigest
+from ansible_collections.llmops.sglang.plugins.module_utils.systemd_props import JournalEntry
+
+ROOT = sglang_release.ROOT
+STANDIN_SRC = os.path.join(ROOT, 'tests', 'standin', 'src')
+PACE = '0.004'
+RUN_TIMEOUT = 150  # an upper bound for a run that never ends (it is killed, the test then fails): not a timing assertion
+
+
+# ---- the flag table -----------------------------------------------------------------------------------------------
+
+GEN_FLAGS = os.path.join(ROOT, 'tests', 'standin', 'tools', 'gen_flags.py')
+
+
+def test_the_standins_flag_table_is_the_releases(release):
+    """The stand-in's committed table (src/sglang_standin/data/flags.json) is what its generator makes from
+    flag_table() of the release now; the generator's own --check is the comparison (one place)."""
+    run = subprocess.run([sys.executable, GEN_FLAGS, '--check'], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         universal_newlines=True, check=False)
+    assert run.returncode == 0, run.stdout
+    with open(os.path.join(STANDIN_SRC, 'sglang_standin', 'data', 'flags.json')) as handle:
+        data = json.load(handle)
+    assert data['release'] == release.release()
+    assert [row['option_strings'] for row in data['flags']] == [row['option_strings'] for row in release.flag_table()]
+
+
+# ---- running it ---------------------------------------------------------------------------------------------------
+
+def _env(extra=None):
+    env = dict(os.environ)
+    for key in list(env):
+        if key.startswith('SGLANG_STANDIN_'):
+            del env[key]
+    env.update({'PYTHONPATH': STANDIN_SRC, 'SGLANG_STANDIN_PACE': PACE, 'PYTHONUNBUFFERED': '1'})
+    env.update(extra or {})
+    return env
+
+
+def _free_port():
+    sock = socket.socket()
+    sock.bind(('127.0.0.1', 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+def _make_model(path, arch):
+    subprocess.run([sys.executable, '-m', 'sglang_standin.make_model', path, '--arch', arch, '--shards', '2'],
+                   env=_env(), check=True, stdout=subprocess.DEVNULL)
+    return path
+
+
+def _run(model, args=(), fault=None, until=None, then=None, hold_port=False, python=sys.executable):
+    """Run one stand-in start to its end; returns its output lines. `until`: a regex after whose line `then(proc, port,
+    model)` is called (a request, a signal); a run that never ends is killed after RUN_TIMEOUT."""
+    port = _free_port()
+    holder = None
+    if hold_port:
+        holder = socket.socket()
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        holder.bind(('127.0.0.1', port))
+        holder.listen(1)
+    env = _env({'SGLANG_STANDIN_FAULT': fault} if fault else None)
+    cmd = [python, '-m', 'sglang.launch_server', '--model-path', model, '--host', '127.0.0.1',
+           '--port', str(port), '--tp-size', '2'] + list(args)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, universal_newlines=True,
+                            start_new_session=True)
+    lines = []
+    watchdog = threading.Timer(RUN_TIMEOUT, _killpg, (proc,))
+    watchdog.start()
+    # As systemd does with a unit's cgroup: when the main process has exited, whatever of it is left is killed (and
+    # stops holding the output pipe open).
+    reaper = threading.Thread(target=lambda: (proc.wait(), _killpg(proc)))
+    reaper.daemon = True
+    reaper.start()
+    try:
+        for line in proc.stdout:
+            lines.append(line.rstrip('\n'))
+            if until and re.search(until, line):
+                until = None
+                if then is not None:
+                    then(proc, port, model)
+            elif until is None and then is None and 'fired up and ready to roll' in line:
+                _sigterm(proc, port, model)  # a start that real 0.5.23 refuses got ready: end it, the test says so
+        proc.wait()
+    finally:
+        watchdog.cancel()
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.wait()
+        if holder is not None:
+            holder.close()
+    return lines
+
+
+def _killpg(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _sigterm(proc, _port, _model):
+    os.kill(proc.pid, signal.SIGTERM)
+
+
+def _one_chat(_proc, port, model):
+    import urllib.request  # pylint: disable=import-outside-toplevel
+    body = json.dumps({'model': model, 'messages': [{'role': 'user', 'content': 'hi'}], 'max_tokens': 4}).encode()
+    request = urllib.request.Request('http://127.0.0.1:%d/v1/chat/completions' % port, data=body,
+                                     headers={'Content-Type': 'application/json'})
+    try:
+        urllib.request.urlopen(request, timeout=60).read()
+    except Exception:  # pylint: disable=broad-except
+        pass  # the fault may cut the answer; what counts is what the server logs
+
+
+def _kill_a_scheduler(proc, _port, _model):
+    # After the load, the kernel OOM killer (or anything) SIGKILLs one scheduler: 0.5.23's watchdog notices.
+    children = subprocess.run(['pgrep', '-P', str(proc.pid)], stdout=subprocess.PIPE, universal_newlines=True,
+                              check=False)
+    pids = [int(pid) for pid in children.stdout.split()]
+    assert pids, 'the stand-in has no scheduler processes'
+    os.kill(pids[0], signal.SIGKILL)
+
+
+def _digest(lines):
+    entries = [JournalEntry(text, 'c%d' % i, 0, 0, 'inv-1', False) for i, text in enumerate(lines)]
+    digest = JournalDigest()
+    digest.feed(entries, 0.0)
+    return digest
+
+
+# (id, model kind, args, fault, until, then, hold_port) -> what real 0.5.23 gives: ('phases', [...]) for a start that
+# gets ready, ('phase', name) for a hang in that phase, ('cause', signature name) for a failure.
+FAULTS = ['crash@init:%s' % cause for cause in ('scheduler_exception', 'nccl', 'port_in_use', 'oom_killer')] + \
+    ['crash@weights:%s' % cause for cause in ('scheduler_exception', 'oom', 'oom_killer')] + \
+    ['crash@kv_cache:%s' % cause for cause in ('scheduler_exception', 'oom', 'oom_killer')] + \
+    ['crash@cuda_graph:%s' % cause for cause in ('scheduler_exception', 'oom', 'nccl', 'oom_killer')] + \
+    ['crash@warmup:warmup_error']
+CAUSE_OF = {'scheduler_exception': 'scheduler_exception', 'nccl': 'nccl', 'port_in_use': 'port_in_use',
+            'oom_killer': 'scheduler_oom_killed', 'warmup_error': 'warmup_failed'}
+OOM_OF = {'weights': 'cuda_oom', 'kv_cache': 'not_enough_memory', 'cuda_graph': 'cuda_oom'}
+HANG_UNTIL = {'init': r'Init parallel begin|Init torch distributed begin', 'weights': r'Load weight begin',
+              'kv_cache': r'Load weight end', 'cuda_graph': r'(?i)Capture .*graph begin'}
+
+
+def _scenarios():
+    out = [('start', 'llama', (), None, r'fired up and ready to roll', _sigterm, False,
+            ('phases', list(table.PHASE_NAMES)))]
+    for fault in FAULTS:
+        phase, cause = fault[len('crash@'):].split(':')
+        expected = OOM_OF[phase] if cause == 'oom' else CAUSE_OF[cause]
+        out.append((fault, 'llama', (), fault, None, None, False, ('cause', expected)))
+    for phase, until in sorted(HANG_UNTIL.items()):
+        out.append(('hang@' + phase, 'llama', (), 'hang@' + phase, until, _sigterm, False, ('phase', phase)))
+    out += [
+        ('exit_after_requests', 'llama', (), 'exit_after_requests=1', r'fired up and ready to roll',
+         _one_chat, False, ('cause', 'scheduler_exception')),
+        ('scheduler-killed-after-load', 'llama', (), None, r'fired up and ready to roll', _kill_a_scheduler,
+         False, ('cause', 'subprocess_crashed')),
+        ('http-port-busy', 'llama', (), None, None, None, True, ('cause', 'http_port_in_use')),
+        ('unknown-flag', 'llama', ('--foo',), None, None, None, False, ('cause', 'unrecognized_arguments')),
+        ('bad-value', 'llama', ('--mem-fraction-static', '0.9 x'), None, None, None, False, ('cause', 'bad_argument')),
+        ('ambiguous-abbreviation', 'llama', ('--cuda-graph-max-bs', '8'), None, None, None, False,
+         ('cause', 'bad_argument')),
+        ('no-config-json', 'empty', (), None, None, None, False, ('cause', 'model_path')),
+        # the .venv has no compressed-tensors: for the checkpoint's nvfp4-pack-quantized format that is too old
+        ('compressed-tensors-absent', 'kimi_k2', (), None, None, None, False, ('cause', 'compressed_tensors_too_old')),
+        # run by an interpreter whose include dir has no Python.h (Triton's helper build fails at the capture)
+        ('python-headers-missing', 'llama', (), None, None, None, False, ('cause', 'python_headers')),
+    ]
+    return out
+
+
+SCENARIOS = _scenarios()
+
+
+def _headerless_python(root):
+    """A copy of this interpreter without Python.h, made by the stand-in tests' own helper."""
+    helpers = os.path.join(ROOT, 'tests', 'local', 'standin')
+    sys.path.insert(0, helpers)
+    try:
+        import standin_helpers  # pylint: disable=import-outside-toplevel
+    finally:  # it also puts the stand-in's sources on sys.path: this process keeps the release's sglang only
+        sys.path[:] = [entry for entry in sys.path if entry not in (helpers, STANDIN_SRC)]
+    python = standin_helpers.headerless_interpreter(root)
+    assert python, 'cannot make a header-less copy of %s here' % sys.executable
+    return python
+
+
+@pytest.fixture(scope='module')
+def runs():
+    """{scenario id: output lines}, the runs made a few at a time."""
+    with tempfile.TemporaryDirectory(prefix='conformance-standin-') as tmp:
+        models = {'llama': _make_model(os.path.join(tmp, 'llama'), 'llama'),
+                  'kimi_k2': _make_model(os.path.join(tmp, 'kimi'), 'kimi_k2'),
+                  'empty': os.path.join(tmp, 'empty')}
+        os.mkdir(models['empty'])
+        headerless = _headerless_python(os.path.join(tmp, 'no-headers'))
+        with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+            futures = {scenario[0]: pool.submit(_run, models[scenario[1]], scenario[2], scenario[3], scenario[4],
+                                                scenario[5], scenario[6],
+                                                headerless if scenario[0] == 'python-headers-missing' else sys.executable)
+                       for scenario in SCENARIOS}
+            return {name: future.result() for name, future in futures.items()}
+
+
+@pytest.mark.parametrize('scenario', SCENARIOS, ids=[scenario[0] for scenario in SCENARIOS])
+def test_the_standin_lands_where_the_release_does(runs, scenario):
+    name, expected = scenario[0], scenario[-1]
+    lines = runs[name]
+    digest = _digest(lines)
+    shown = '\n'.join(lines[-40:])
+    if expected[0] == 'phases':
+        assert [mark.name for mark in digest.phases] == expected[1], shown
+    elif expected[0] == 'phase':
+        assert digest.phase == expected[1], shown
+    else:
+        assert digest.cause()[2] == expected[1], (digest.cause(), shown)
+
+
+# ---- its words are the release's ----------------------------------------------------------------------------------
+
+# Cited messages the release extends after the cited expression (`msg += ...`): matched as a prefix.
+# tqdm lines are the description then the bar.
+EXTENDED = {('managers/scheduler_components/metrics_reporter.py', 754), ('model_loader/weight_utils.py', 1166),
+            ('model_executor/runner/decode_cuda_graph_runner.py', 1343)}
+_EXCEPTION = r'(?:[A-Za-z_][\w.]*: )?'          # "RuntimeError: " when it is an exception's traceback line
+_UVICORN = r'(?:(?:INFO|WARNING|ERROR): +)?'     # uvicorn's levelprefix (uvicorn/logging.py:58-64)
+
+
+def _regex_of(origin, line):
+    node = string_at(origin, line)
+    if isinstance(node, ast.Constant):
+        parts = re.split(r'(%(?:\([^)]*\))?[-#0 +]*\d*(?:\.\d+)?[sdrf])', node.value)
+        body = ''.join('.*?' if index % 2 else re.escape(part) for index, part in enumerate(parts))
+    else:
+        body = ''.join(re.escape(value.value) if isinstance(value, ast.Constant) else '.*?' for value in node.values)
+    body = body.split('\\\n', 1)[0]  # the first line: the one journald gets with the prefix
+    tail = '' if (origin, line) in EXTENDED else '$'
+    return re.compile('^' + _EXCEPTION + _UVICORN + body + tail)
+
+
+def _formats():
+    """{(kind, row name): ([compiled patterns of its SGLang/uvicorn lines], has sources of other programs)}"""
+    formats = {}
+    for kind, name, row in rows():
+        patterns, other = [], False
+        for source in row.sources:
+            if is_file(source) and not source.origin.endswith('uvicorn/config.py'):
+                try:
+                    patterns.append(_regex_of(source.origin, source.line))
+                except AssertionError:
+                    other = True  # a cited line that is code, not a message (compressed_tensors/utils.py:18)
+            else:
+                other = True
+        formats[(kind, name)] = (patterns, other)
+    return formats
+
+
+def test_every_line_the_table_reads_is_in_the_releases_words(release, runs):
+    formats = _formats()
+    drifted = {}
+    for name, lines in sorted(runs.items()):
+        for line in lines:
+            _rank, message = table.strip_prefix(line)
+            phase = table.match_phase(line)
+            sig, _match = table.match_fatal(line)
+            for key in (('phase', phase.name) if phase else None, ('signature', sig.name) if sig else None):
+                if key is None:
+                    continue
+                patterns, other = formats[key]
+                if any(pattern.search(message) for pattern in patterns) or other:
+                    continue
+                if key == ('phase', 'warmup') and 'HTTP/1.' in message:
+                    continue  # uvicorn's access log (uvicorn/config.py:94), not a message of SGLang's
+                drifted.setdefault('%s %s' % key, set()).add(message[:160])
+    assert drifted == {}, '\n'.join('%s: the stand-in prints %s; 0.5.23 prints none of these' % (
+        key, sorted(texts)[:3]) for key, texts in sorted(drifted.items()))
+
+
+# ---- its stream is the release's, byte for byte --------------------------------------------------------------------
+
+def _release_sse_utils():
+    """The release's own entrypoints/openai/sse_utils.py (it imports only msgspec and typing), loaded from the wheel."""
+    import importlib.util  # pylint: disable=import-outside-toplevel
+    path = sglang_release.release_file('sglang/srt/entrypoints/openai/sse_utils.py')
+    spec = importlib.util.spec_from_file_location('release_sse_utils', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _stream_chat(streams, max_tokens, _proc, port, model):
+    """One streamed chat completion; its raw body goes to `streams`, then the server is stopped."""
+    import urllib.request  # pylint: disable=import-outside-toplevel
+    body = json.dumps({'model': model, 'messages': [{'role': 'user', 'content': 'hi'}], 'max_tokens': max_tokens,
+                       'stream': True, 'ignore_eos': True}).encode()
+    request = urllib.request.Request('http://127.0.0.1:%d/v1/chat/completions' % port, data=body,
+                                     headers={'Content-Type': 'application/json'})
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        streams['content_type'] = answer.headers.get('Content-Type')
+        streams['body'] = answer.read().decode('utf-8')
+    _sigterm(_proc, port, model)
+
+
+def test_a_streamed_chat_is_the_releases_chunks(release):
+    """serving_chat.py:2587-2600 (first chunk), :960-1050 (a chunk per token), :2667-2686 (finish) all go through
+    sse_utils.build_sse_content (:52-100): the stand-in's events, rebuilt from their own fields by the release's
+    function, are the same bytes; then `data: [DONE]` (:2805), one event per decoded token."""
+    build = _release_sse_utils().build_sse_content
+    streams = {}
+    max_tokens = 6
+    with tempfile.TemporaryDirectory(prefix='conformance-stream-') as tmp:
+        model = _make_model(os.path.join(tmp, 'llama'), 'llama')
+        lines = _run(model, until=r'fired up and ready to roll',
+                     then=lambda proc, port, name: _stream_chat(streams, max_tokens, proc, port, name))
+    assert 'body' in streams, '\n'.join(lines[-30:])
+    assert streams['content_type'].startswith('text/event-stream'), streams
+    events = streams['body'].split('\n\n')
+    assert events[-2:] == ['data: [DONE]', ''], events[-3:]
+    chunks = events[:-2]
+    assert len(chunks) == 1 + max_tokens + 1, chunks  # the role chunk, one per token (ignore_eos), the finish chunk
+    for event in chunks:
+        data = json.loads(event[len('data: '):])
+        choice = data['choices'][0]
+        delta = choice['delta']
+        rebuilt = build(chunk_id=data['id'], created=data['created'], model=data['model'], index=choice['index'],
+                        role=delta.get('role'), content=delta.get('content'),
+                        reasoning_content=delta['reasoning_content'], finish_reason=choice['finish_reason'],
+                        logprobs=choice['logprobs'], matched_stop=choice['matched_stop'], usage=data.get('usage'))
+        assert event + '\n\n' == rebuilt
+    first, last = json.loads(chunks[0][6:]), json.loads(chunks[-1][6:])
+    assert first['choices'][0]['delta'] == {'reasoning_content': None, 'role': 'assistant', 'content': ''}
+    assert last['choices'][0]['finish_reason'] == 'length'

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The integration tests in groups run side by side, each on a fleet of its own (make integration; CI).
+#
+# Most of a fleet test's time is a stand-in loading at its pace, so the groups side by side on a 2-core machine take little
+# more than the longest one. Group "default" keeps the shared fleet (inventories/local/hosts.yml, hosts gpu-*),
+# which test_rollout and test_progress address through inventories/local; the other groups boot their own
+# (LLMOPS_FLEET_STATE_DIR / LLMOPS_FLEET_PREFIX, tests/integration/conftest.py) and share nothing with it.
+#
+#   run_groups.sh [PYTEST ARGS...]   run every group, print each group's log, fail if any group failed
+#   run_groups.sh down               remove the groups' private fleets (after a killed run; .ci/run calls it)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+
+PYTHON=${PYTHON:-.venv/bin/python}
+LOGS=.build/integration
+# name, state dir ("" = the shared fleet), host prefix, test files
+GROUPS_TABLE=(
+  "default||gpu|tests/integration/test_fleet.py tests/integration/test_rollout.py tests/integration/test_progress.py tests/integration/test_server_role.py tests/integration/test_multinode.py tests/integration/test_wait_ready.py"
+  "faults|/var/lib/llmops-sglang-fleet-faults|fb|tests/integration/test_faults.py tests/integration/test_bad_inputs.py"
+  "hosts|/var/lib/llmops-sglang-fleet-hosts|fc|tests/integration/test_preflight.py tests/integration/test_observability.py tests/integration/test_become.py"
+  "plan|/var/lib/llmops-sglang-fleet-plan|fp|tests/integration/test_plan.py"
+  "sync|/var/lib/llmops-sglang-fleet-sync|fs|tests/integration/test_sync.py"
+  "router|/var/lib/llmops-sglang-fleet-router|fr|tests/integration/test_router.py"
+)
+
+down_private() {
+  local row name state prefix files
+  for row in "${GROUPS_TABLE[@]}"; do
+    IFS='|' read -r name state prefix files <<<"$row"
+    [ -z "$state" ] || python3 tests/fleet/fleet.py down --state-dir "$state" >/dev/null 2>&1 || true
+  done
+}
+
+if [ "${1:-}" = down ]; then
+  down_private
+  exit 0
+fi
+
+# Every test file belongs to exactly one group: a new file that is in none would silently never run.
+listed=" $(for row in "${GROUPS_TABLE[@]}"; do IFS='|' read -r _n _s _p files <<<"$row"; echo -n "$files "; done)"
+for file in tests/integration/test_*.py; do
+  case "$listed" in
+    *" $file "*) ;;
+    *) echo "run_groups.sh: $file is in no group of GROUPS_TABLE" >&2; exit 2 ;;
+  esac
+done
+
+mkdir -p "$LOGS"
+pids=()
+names=()
+trap 'kill "${pids[@]}" 2>/dev/null; wait; down_private' INT TERM
+for row in "${GROUPS_TABLE[@]}"; do
+  IFS='|' read -r name state prefix files <<<"$row"
+  # shellcheck disable=SC2086  # files is a word list
+  (
+    if [ -n "$state" ]; then export LLMOPS_FLEET_STATE_DIR="$state" LLMOPS_FLEET_PREFIX="$prefix"; fi
+    # A group that hangs is stopped (SIGTERM: its fixtures still remove its fleet) so that its log gets printed; 75 min,
+    # inside CI's 90, as the groups share 2 cores with make static.
+    # Its own --basetemp: pytest prunes all but the newest three /tmp/pytest-of-USER/pytest-N dirs, so pytest runs
+    # started beside it (the other groups, make static's unit tests) would delete this one's tmp_path dirs mid-run.
+    rm -rf "$LOGS/tmp-$name"
+    LLMOPS_REQUIRE_FLEET=1 exec timeout -k 60 "${GROUP_TIMEOUT:-4500}" "$PYTHON" -m pytest -q -p no:cacheprovider \
+      --basetemp "$LOGS/tmp-$name" $files "$@"
+  ) >"$LOGS/$name.log" 2>&1 &
+  pids+=($!)
+  names+=("$name")
+  echo "integration group $name: pid $!, log $LOGS/$name.log"
+done
+
+status=0
+for i in "${!pids[@]}"; do
+  rc=0
+  wait "${pids[$i]}" || rc=$?
+  echo
+  echo "==== integration group ${names[$i]} (exit $rc) ===="
+  cat "$LOGS/${names[$i]}.log"
+  [ "$rc" -eq 0 ] || status=1
+done
+down_private
+exit "$status"

@@ -1,0 +1,109 @@
+# -*- coding: utf-8 -*-
+"""One SGLang server over two hosts (TP 16, Kimi K2's multi-node guide) from the server role."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pytest
+
+from server_helpers import MODEL, make_model
+
+PLAYBOOK = 'tests/integration/playbooks/multinode.yml'
+UNIT = 'sglang-tp16'
+PORT = 30090
+FAULT_FILE = '/etc/sglang/standin-fault'
+
+
+@pytest.fixture
+def group(fleet, standin_venv, tmp_path):
+    """The last two fleet hosts as inventory group `multinode` (rank 0 first), ready to run the stand-in."""
+    if len(fleet.hosts) < 2:
+        pytest.skip('needs two hosts')
+    ranks = fleet.hosts[-2:]
+    for host in ranks:
+        standin_venv(host)
+        make_model(fleet, host)
+        fleet.run(host, 'mkdir -p /etc/sglang; rm -f %s' % FAULT_FILE, check=True)
+    inventory = tmp_path / 'multinode.yml'
+    inventory.write_text('all:\n  children:\n    multinode:\n      hosts:\n%s' % ''.join('        %s:\n' % h.name for h in ranks))
+    yield ranks, str(inventory)
+    for host in ranks:
+        fleet.run(host, 'systemctl stop {0}.service; systemctl reset-failed {0}.service; rm -rf /etc/systemd/system/{0}.service '
+                        '/etc/sglang/{0}.env /var/lib/sglang/{0} {1}; systemctl daemon-reload'.format(UNIT, FAULT_FILE))
+
+
+def deploy(fleet, inventory, limit=None, **overrides):
+    values = {
+        'sglang_service_name': UNIT, 'sglang_port': PORT, 'sglang_host': '0.0.0.0', 'sglang_model_path': MODEL,
+        'sglang_tp_size': 16, 'sglang_user': 'root', 'sglang_group': 'root',
+        'sglang_server_args': {'trust-remote-code': True, 'reasoning-parser': 'kimi_k2'},
+        'sglang_env': {'SGLANG_STANDIN_PACE': '0.01', 'SGLANG_STANDIN_FAULT_FILE': FAULT_FILE},
+        'sglang_wait': {'timeout': 120, 'stall_timeout': 60},
+    }
+    values.update(overrides)
+    return fleet.playbook(PLAYBOOK, values, extra_args=['-i', inventory] + (['--limit', limit] if limit else []))
+
+
+def test_two_nodes_serve_one_model_and_a_crash_on_rank_1_fails_the_group(fleet, group):
+    (rank0, rank1), inventory = group
+    result = deploy(fleet, inventory)
+    assert result.rc == 0, result
+    argv = fleet.run(rank1, 'tr "\\0" " " < /proc/$(systemctl show -p MainPID --value %s.service)/cmdline' % UNIT,
+                     check=True).stdout
+    assert '--nnodes 2 --node-rank 1 --dist-init-addr %s:50000' % rank0.address in argv, argv
+    # Only rank 0 serves the API; rank 1's wait probed it across the network. Rank 1 answers a dummy /health
+    # (SGLang 0.5.23 utils/common.py:3624) and nothing else.
+    fleet.run(rank0, 'python3 -c "import urllib.request as u; u.urlopen(\'http://127.0.0.1:%d/v1/models\')"' % PORT, check=True)
+    assert '404' in fleet.run(rank1, 'python3 -c "import urllib.request as u; u.urlopen(\'http://127.0.0.1:%d/v1/models\')"'
+                                     % PORT).stderr
+
+    # Rank 1 crashes while loading weights on the next start; its peer's collectives fail and it dies too.
+    fleet.run(rank1, 'echo "crash@weights:scheduler_exception" > %s' % FAULT_FILE, check=True)
+    result = deploy(fleet, inventory, sglang_state='restarted')
+    assert result.rc != 0
+    out = result.stdout
+    assert 'fatal: [%s]' % rank1.name in out and 'fatal: [%s]' % rank0.name in out, result
+    # Each rank's verdict comes from its own journal: rank 1 the scheduler's exception (whose traceback the role
+    # printed), rank 0 the NCCL failure its lost peer caused. Restart=on-failure makes both crash_loop at once.
+    rank0_verdict = out[out.index('fatal: [%s]' % rank0.name):].split('fatal: [')[1]
+    rank1_verdict = out[out.index('fatal: [%s]' % rank1.name):].split('fatal: [')[1]
+    assert 'crash_loop' in rank1_verdict and 'A scheduler (one TP rank) raised' in rank1_verdict, result
+    assert 'crash_loop' in rank0_verdict and 'remote process exited' in rank0_verdict, result
+    assert 'Scheduler hit an exception' in out, result
+
+
+def stop_timed_out(fleet, host, since):
+    """systemd's own words when a stop waited out TimeoutStopSec, in the unit's journal since `since` (epoch s)."""
+    return fleet.run(host, "journalctl -u %s.service --since @%s -o cat | grep -E \"State 'stop-sigterm' timed out|"
+                           "Failed with result 'timeout'|Killing process .* with signal SIGKILL\"" % (UNIT, since)).stdout
+
+
+def test_restart_and_stop_go_rank_0_first_and_never_wait_out_the_stop_timeout(fleet, group):
+    """SGLang 0.5.23: after the load a rank >= 1 ignores SIGTERM and waits for rank 0's ShutdownReq
+    (entrypoints/engine.py:1262-1273). Restarting or stopping it alone would hang until TimeoutStopSec."""
+    (rank0, rank1), inventory = group
+    timeouts = {'sglang_stop_timeout': 60}
+    assert deploy(fleet, inventory, **timeouts).rc == 0
+    show = 'systemctl show -p InvocationID -p ActiveState -p Result -p TimeoutStopUSec %s.service' % UNIT
+    assert 'TimeoutStopUSec=30s' in fleet.run(rank1, show, check=True).stdout, 'rank 1 has the short backstop'
+    before = fleet.run(rank0, show, check=True).stdout
+    since = {h.name: fleet.run(h, 'date +%s', check=True).stdout.strip() for h in (rank0, rank1)}
+
+    # A restart asked of rank 1 alone restarts the group, rank 0 first.
+    result = deploy(fleet, inventory, limit=rank1.name, sglang_state='restarted', **timeouts)
+    assert result.rc == 0, result
+    for host in (rank0, rank1):
+        assert stop_timed_out(fleet, host, since[host.name]) == '', 'the stop of %s waited out its timeout' % host.name
+    after = fleet.run(rank0, show, check=True).stdout
+    assert after != before and 'ActiveState=active' in after, 'rank 0 restarted and runs: %s' % after
+    # The group serves again (rank 1's wait already proved it; ask once more from rank 0 itself).
+    fleet.run(rank0, 'python3 -c "import urllib.request as u; u.urlopen(\'http://127.0.0.1:%d/v1/models\')"' % PORT, check=True)
+
+    # The whole group stops, rank 0 first; rank 1 ends by itself on the ShutdownReq.
+    result = deploy(fleet, inventory, sglang_state='stopped', **timeouts)
+    assert result.rc == 0, result
+    for host in (rank0, rank1):
+        state = fleet.run(host, show, check=True).stdout
+        assert 'ActiveState=inactive' in state and 'Result=success' in state, (host.name, state)
+        assert stop_timed_out(fleet, host, since[host.name]) == '', 'the stop of %s waited out its timeout' % host.name

@@ -1,0 +1,162 @@
+# -*- coding: utf-8 -*-
+"""deploy_k26.yml's plan pass on a 3-host fleet: one host alone and a TP16 group over the other two.
+
+The plan table (a no-op, one change, --check --diff), only the hosts that restart go through the serialized rollout,
+the multi-node group rolls as one batch, and --tags sglang_preflight runs the preflight alone.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+import pytest
+
+from conftest import local_groups_inventory
+
+UNIT = 'sglang-k26.service'
+ENV_FILE = '/etc/sglang/sglang-k26.env'
+TEST_ENV = {'SGLANG_STANDIN_PACE': '0.02', 'SGLANG_STANDIN_GPU': 'rtx_pro_6000', 'SGLANG_STANDIN_STATE_DIR': '/var/lib/sglang/sglang-k26'}
+ROLLOUT_PLAY = 'PLAY [Roll out the restarts of Kimi K2.6]'
+# Two secrets, as a production fleet has (an API key, a Hugging Face token): the plan compares the secrets file by
+# digest, and a no-op must find it unchanged (a digest rendered unlike the file would restart every host, every run).
+SECRETS = {'sglang_api_key': 'sk-plan-7d1c05e2b9', 'sglang_hf_token': 'hf_plan_3a8f60c41e'}
+
+
+def deploy(fleet, inventory, *args, **extra_vars):
+    """deploy_k26.yml on the three hosts (a larger session fleet has more: they are not part of these tests)."""
+    extra = dict(SECRETS, sglang_env=TEST_ENV, k26_hosts=','.join(h.name for h in fleet.hosts[:3]))
+    extra.update(extra_vars)
+    return fleet.playbook('playbooks/deploy_k26.yml', extra, extra_args=['-i', local_groups_inventory(), '-i', inventory] + list(args))
+
+
+def invocation(fleet, host):
+    return fleet.run(host, 'systemctl show -p InvocationID --value %s' % UNIT, check=True).stdout.strip()
+
+
+def plan_rows(output):
+    """host -> (action, restart) from the plan table (the lines of the task that prints it)."""
+    table = output.split('TASK [The plan (nothing restarts before it is shown)]', 1)[1].split('TASK [', 1)[0]
+    rows = {}
+    for line in table.splitlines():
+        match = re.match(r'^\s*(\S+)\s+%s\s+(\S+)\s+.*\s(yes|no)\s+' % re.escape(UNIT), line)
+        if match:
+            rows[match.group(1)] = (match.group(2), match.group(3))
+    return rows
+
+
+def rollout_batches(output):
+    """The hosts of each batch of the serialized play (a PLAY header per batch), from the task result lines."""
+    batches = []
+    for chunk in output.split(ROLLOUT_PLAY)[1:]:
+        chunk = chunk.split('PLAY [Report the rollout')[0]
+        batches.append(sorted(set(re.findall(r'^(?:ok|changed|fatal|skipping): \[([^\]\s]+)', chunk, re.M))))
+    return batches
+
+
+def break_env(fleet, host):
+    """A drift only on this host: a line in its environment file that the role's template does not have."""
+    fleet.run(host, 'echo "DRIFT=1" >> %s' % ENV_FILE, check=True)
+
+
+@pytest.fixture(scope='module')
+def plan_fleet(fleet, tmp_path_factory):
+    """The first host alone, the next two as the TP16 group `plan_tp16` (rank 0 first), rolled out once."""
+    if len(fleet.hosts) < 3:
+        pytest.skip('needs three hosts')
+    single, rank0, rank1 = fleet.hosts[:3]
+    inventory = tmp_path_factory.mktemp('plan') / 'plan.yml'
+    # A child of local_fleet, so that its values win over the fleet's group_vars (a deeper group).
+    inventory.write_text(
+        'all:\n  children:\n    local_fleet:\n      children:\n        plan_tp16:\n          hosts:\n'
+        '            %s: {}\n            %s: {}\n          vars:\n            sglang_multinode_group: plan_tp16\n'
+        '            sglang_tp_size: 16\n            sglang_host: 0.0.0.0\n' % (rank0.name, rank1.name))
+    result = fleet.playbook('tests/fleet/demo_prepare.yml', {'sglang_env': TEST_ENV, 'k26_hosts': ','.join(h.name for h in fleet.hosts[:3])},
+                            extra_args=['-i', local_groups_inventory()])
+    assert result.rc == 0, result
+    result = deploy(fleet, str(inventory))
+    assert result.rc == 0, result
+    yield fleet, str(inventory), single, rank0, rank1
+    for host in (single, rank0, rank1):
+        fleet.run(host, 'systemctl disable --now %s; systemctl reset-failed %s 2>/dev/null; true' % (UNIT, UNIT))
+
+
+def test_a_noop_rerun_plans_nothing_and_restarts_nothing(plan_fleet):
+    fleet, inventory, single, rank0, rank1 = plan_fleet
+    before = dict((h.name, invocation(fleet, h)) for h in (single, rank0, rank1))
+    result = deploy(fleet, inventory)
+    assert result.rc == 0, result
+    rows = plan_rows(result.stdout)
+    assert rows == dict((h.name, ('none', 'no')) for h in (single, rank0, rank1)), result
+    assert '3 hosts: 0 through the canary and batches, 0 changed in place without a restart, 3 with nothing to do' in result.stdout
+    assert rollout_batches(result.stdout) == [] or rollout_batches(result.stdout) == [[]], result
+    assert re.findall(r'changed=(\d+)', result.stdout) and set(re.findall(r'changed=(\d+)', result.stdout)) == {'0'}, result
+    assert dict((h.name, invocation(fleet, h)) for h in (single, rank0, rank1)) == before
+    assert not [value for value in SECRETS.values() if value in result.stdout], 'a secret in the output'
+    # The fleet report still shows every host, from the plan's observation.
+    for host in (single, rank0, rank1):
+        assert re.search(r'%s\s+%s\s+active since' % (host.name, re.escape(UNIT)), result.stdout), result
+
+
+def test_check_mode_prints_the_same_table_and_changes_nothing(plan_fleet):
+    fleet, inventory, single, rank0, rank1 = plan_fleet
+    break_env(fleet, single)
+    before = invocation(fleet, single)
+    result = deploy(fleet, inventory, '--check', '--diff')
+    assert result.rc == 0, result
+    rows = plan_rows(result.stdout)
+    assert rows == {single.name: ('restart', 'yes'), rank0.name: ('none', 'no'), rank1.name: ('none', 'no')}, result
+    assert 'environment changed' in result.stdout
+    assert 'DRIFT=1' in fleet.run(single, 'cat %s' % ENV_FILE, check=True).stdout, 'check mode wrote the file'
+    assert invocation(fleet, single) == before
+
+
+def test_only_the_changed_host_goes_through_the_rollout(plan_fleet):
+    fleet, inventory, single, rank0, rank1 = plan_fleet
+    break_env(fleet, single)  # idempotent with the previous test's drift: one more line
+    before = dict((h.name, invocation(fleet, h)) for h in (single, rank0, rank1))
+    result = deploy(fleet, inventory)
+    assert result.rc == 0, result
+    assert plan_rows(result.stdout)[single.name] == ('restart', 'yes'), result
+    assert rollout_batches(result.stdout) == [[single.name]], result
+    after = dict((h.name, invocation(fleet, h)) for h in (single, rank0, rank1))
+    assert after[single.name] != before[single.name]
+    assert after[rank0.name] == before[rank0.name] and after[rank1.name] == before[rank1.name]
+    assert 'DRIFT' not in fleet.run(single, 'cat %s' % ENV_FILE, check=True).stdout
+
+
+def test_a_change_on_rank_1_rolls_the_whole_group_in_one_batch(plan_fleet):
+    fleet, inventory, single, rank0, rank1 = plan_fleet
+    break_env(fleet, rank1)
+    before = dict((h.name, invocation(fleet, h)) for h in (single, rank0, rank1))
+    result = deploy(fleet, inventory)
+    assert result.rc == 0, result
+    rows = plan_rows(result.stdout)
+    assert rows[rank1.name] == ('restart', 'yes') and rows[rank0.name] == ('none', 'no'), result
+    # Rank 0 joined its group's batch although its own plan is empty, and the default policy's canary of one host
+    # became the whole group.
+    assert rollout_batches(result.stdout) == [sorted([rank0.name, rank1.name])], result
+    after = dict((h.name, invocation(fleet, h)) for h in (single, rank0, rank1))
+    assert after[rank0.name] != before[rank0.name] and after[rank1.name] != before[rank1.name]
+    assert after[single.name] == before[single.name]
+    fleet.run(rank0, 'python3 -c "import urllib.request as u; u.urlopen(u.Request(\'http://127.0.0.1:30001/v1/models\', '
+                     'headers={\'Authorization\': \'Bearer %s\'}))"' % SECRETS['sglang_api_key'], check=True)
+
+
+def test_tags_sglang_preflight_runs_the_preflight_alone(plan_fleet):
+    fleet, inventory, single, rank0, rank1 = plan_fleet
+    break_env(fleet, single)
+    before = invocation(fleet, single)
+    result = deploy(fleet, inventory, '--tags', 'sglang_preflight')
+    assert result.rc == 0, result
+    judged = re.findall(r'TASK \[llmops\.sglang\.server : Judge the GPUs and the checkpoint\]', result.stdout)
+    assert judged, result
+    for host in (single, rank0, rank1):
+        assert re.search(r'%s\s+%s\s+preflight passed' % (host.name, re.escape(UNIT)), result.stdout), result
+    assert 'Render the unit' not in result.stdout.split(ROLLOUT_PLAY, 1)[-1] and 'Wait for %s' % UNIT not in result.stdout
+    # The pending change stays pending and nothing restarted.
+    assert 'DRIFT=1' in fleet.run(single, 'cat %s' % ENV_FILE, check=True).stdout
+    assert invocation(fleet, single) == before
+    # Put it back (a normal run) so that the module's last state is a deployed fleet.
+    assert deploy(fleet, inventory).rc == 0

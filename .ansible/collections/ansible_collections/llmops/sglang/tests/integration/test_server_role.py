@@ -1,0 +1,237 @@
+# -*- coding: utf-8 -*-
+"""llmops.sglang.server on real systemd hosts with the SGLang stand-in: deploy, idempotence, the seeds' fixes,
+rollback, two instances, argv fidelity, secrets, check mode."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import re
+import secrets
+import shlex
+
+import pytest
+
+from server_helpers import PACE, PLAYBOOK, VENV, completion, recap, role_vars, unit_show, venv_version
+
+
+def test_fresh_deploy_is_ready_and_second_run_changes_nothing(fleet, standin_host):
+    target, units = standin_host
+    units.append('sglang-t1')
+    first = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t1', 30010))
+    assert first.rc == 0, first
+    invocation = unit_show(fleet, target, 'sglang-t1.service', 'InvocationID', 'ActiveState')
+    assert invocation['ActiveState'] == 'active'
+    body = completion(fleet, target, 30010)
+    assert body['choices'][0]['message']['reasoning_content']
+
+    second = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t1', 30010))
+    assert second.rc == 0, second
+    assert recap(second, target.name)['changed'] == 0, second
+    assert unit_show(fleet, target, 'sglang-t1.service', 'InvocationID')['InvocationID'] == invocation['InvocationID']
+
+
+def test_the_seeds_failures_are_fixed_with_one_restart(fleet, standin_host):
+    """Old compressed-tensors and no Python headers: the unit fails as in the seeds, then the role fixes both."""
+    target, units = standin_host
+    units.append('sglang-t2')
+    fleet.run(target, 'apt-get purge -y -q python3-dev python3.11-dev libpython3.11-dev >/dev/null; '
+                      'test ! -e /usr/include/python3.11/Python.h', check=True)
+    fleet.run(target, [VENV + '/bin/pip', 'install', '-q', '--no-deps', '--force-reinstall', 'compressed-tensors==0.8.1']
+              + target.pip_source_args, check=True)
+    # The hand-made state: the same unit, deployed without the fixes, fails at weight loading.
+    # A start limit of 1 leaves it "failed" at once, as the seeds found their units.
+    broken = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t2', 30020, sglang_compressed_tensors_version='',
+                                                sglang_install_python_headers=False, sglang_rollback=False,
+                                                sglang_start_limit_burst=1, sglang_restart_sec=1))
+    assert broken.rc != 0
+    assert 'nvfp4' in broken.stdout and 'compressed-tensors' in broken.stdout, broken
+    # systemd's one refused restart comes a second after the crash.
+    fleet.run(target, 'for i in $(seq 100); do [ "$(systemctl is-active sglang-t2.service)" = failed ] && exit 0; sleep 0.2; done; '
+                      'systemctl status sglang-t2.service; exit 1', check=True)
+    before = unit_show(fleet, target, 'sglang-t2.service', 'ActiveState', 'InvocationID')
+    since = fleet.run(target, 'sleep 1; date "+%Y-%m-%d %H:%M:%S"', check=True).stdout.strip()
+
+    fixed = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t2', 30020))
+    assert fixed.rc == 0, fixed
+    assert venv_version(fleet, target, 'compressed-tensors') == '0.18.0'
+    fleet.run(target, 'test -e /usr/include/python3.11/Python.h', check=True)
+    after = unit_show(fleet, target, 'sglang-t2.service', 'InvocationID', 'ActiveState')
+    assert after['ActiveState'] == 'active' and after['InvocationID'] != before['InvocationID']
+    # Restarted once: one run of the unit since the fix began.
+    invocations = fleet.run(target, "journalctl -u sglang-t2.service --since %s -o json --output-fields=_SYSTEMD_INVOCATION_ID "
+                                    "| python3 -c 'import sys,json; print(len({json.loads(l).get(\"_SYSTEMD_INVOCATION_ID\") "
+                                    "for l in sys.stdin} - {None}))'" % shlex.quote(since), check=True).stdout.strip()
+    assert invocations == '1', invocations
+
+
+def test_bad_change_rolls_back_and_old_config_serves(fleet, standin_host):
+    target, units = standin_host
+    units.append('sglang-t3')
+    good = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t3', 30030))
+    assert good.rc == 0, good
+    # A change that fails only once started (a refused flag is stopped earlier: test_a_refused_argv_...).
+    crash = {'SGLANG_STANDIN_PACE': PACE, 'SGLANG_STANDIN_FAULT': 'crash@weights:scheduler_exception'}
+    bad = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t3', 30030, sglang_env=crash))
+    assert bad.rc != 0
+    assert 'Scheduler hit an exception' in bad.stdout, bad
+    assert 'Rolled back' in bad.stdout, bad
+    assert unit_show(fleet, target, 'sglang-t3.service', 'ActiveState')['ActiveState'] == 'active'
+    env = fleet.run(target, 'cat /etc/sglang/sglang-t3.env', check=True).stdout
+    assert 'SGLANG_STANDIN_FAULT' not in env
+    assert completion(fleet, target, 30030)['choices']
+
+
+def test_two_instances_side_by_side(fleet, standin_host):
+    target, units = standin_host
+    units.extend(['sglang-k26', 'sglang-k26-ddtree'])
+    # Each on its own half of the 8 GPUs, as the preflight's GPU claim check requires of instances sharing a host;
+    # B300s, since K2.6 at TP 4 needs about 149 GB of weights per GPU (an H200's 141 GB runs out at the load).
+    for name, port, gpus in (('sglang-k26', 30001, '0,1,2,3'), ('sglang-k26-ddtree', 30002, '4,5,6,7')):
+        env = {'SGLANG_STANDIN_PACE': PACE, 'SGLANG_STANDIN_GPU': 'b300', 'CUDA_VISIBLE_DEVICES': gpus}
+        result = fleet.playbook(PLAYBOOK, role_vars(target, name, port, sglang_tp_size=4, sglang_env=env))
+        assert result.rc == 0, result
+    for name, port in (('sglang-k26', 30001), ('sglang-k26-ddtree', 30002)):
+        assert unit_show(fleet, target, name + '.service', 'ActiveState')['ActiveState'] == 'active'
+        assert completion(fleet, target, port)['choices']
+        fleet.run(target, 'test -f /etc/sglang/%s.env' % name, check=True)
+
+
+TRICKY = {
+    'json-model-override-args': {'rope_scaling': {'type': 'yarn', 'factor': 2.0}, 'note': 'a "quoted" value'},
+    'chat-template': "it's 100% $HOME and ${PATH} with \\backslash",
+}
+
+
+def test_tricky_argument_values_arrive_intact(fleet, standin_host):
+    target, units = standin_host
+    units.append('sglang-t5')
+    server_args = {'trust-remote-code': True, 'reasoning-parser': 'kimi_k2'}
+    server_args.update(TRICKY)
+    result = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t5', 30050, sglang_server_args=server_args,
+                                                sglang_extra_args=['--tool-call-parser', 'kimi_k2']))
+    assert result.rc == 0, result
+    pid = unit_show(fleet, target, 'sglang-t5.service', 'MainPID')['MainPID']
+    argv = fleet.run(target, 'cat /proc/%s/cmdline' % pid, check=True).stdout.split('\0')[:-1]
+    expected_json = json.dumps(TRICKY['json-model-override-args'], separators=(',', ':'), sort_keys=True)
+    assert argv[argv.index('--json-model-override-args') + 1] == expected_json
+    assert argv[argv.index('--chat-template') + 1] == TRICKY['chat-template']
+    assert argv[-2:] == ['--tool-call-parser', 'kimi_k2']
+    # systemd's own view: % specifiers are resolved at load, $$ stays doubled until exec expands variables.
+    exec_start = unit_show(fleet, target, 'sglang-t5.service', 'ExecStart')['ExecStart']
+    assert "--chat-template it's 100% $$HOME and $${PATH} with \\backslash --tool-call-parser" in exec_start, exec_start
+
+
+def test_secrets_stay_secret(fleet, standin_host):
+    target, units = standin_host
+    units.append('sglang-t6')
+    # Fresh values each run, so that what an earlier run left in the host's journal cannot hide or fake a leak.
+    key = 'sk-test-' + secrets.token_hex(8)
+    token = 'hf_' + secrets.token_hex(8)
+    result = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t6', 30060, sglang_api_key=key, sglang_hf_token=token),
+                            extra_args=['--diff', '-v'])
+    assert result.rc == 0, result
+    unit = 'sglang-t6.service'
+    # What SGLang 0.5.23 itself shows (the stand-in does the same): the key in its `server_args=` log line, in
+    # /server_info's fields and launch_command; both endpoints are asked with the key, as an operator would.
+    info = fleet.run(target, ['python3', '-c', 'import sys, urllib.request as u\n'
+                              'for path in ("/server_info", "/get_server_info"):\n'
+                              '  req = u.Request("http://127.0.0.1:30060" + path, headers={"Authorization": "Bearer " + sys.argv[1]})\n'
+                              '  print(u.urlopen(req, timeout=10).read().decode())', key], check=True).stdout
+    assert 'launch_command' in info and '--model-path' in info, info
+    # Every process of the unit (the launcher and its scheduler children): command line and environment.
+    group = unit_show(fleet, target, unit, 'ControlGroup')['ControlGroup']
+    procs = sorted(set(fleet.run(target, 'cat /sys/fs/cgroup{,/unified,/systemd}%s/cgroup.procs 2>/dev/null' % group).stdout.split()))
+    assert len(procs) > 1, procs
+    for secret in (key, token):
+        assert secret not in result.stdout and secret not in result.stderr
+        assert secret not in info
+        # Not in the unit, any log (journal fields such as _CMDLINE included), a command line or the environment.
+        leaks = fleet.run(target, 'grep -rl -- %s /etc/systemd/system /etc/sglang/sglang-t6.env /var/log %s; '
+                                  'journalctl -o verbose -u %s | grep -c -- %s'
+                                  % (secret, ' '.join('/proc/%s/cmdline' % p for p in procs), unit, secret)).stdout
+        assert leaks.strip() == '0', leaks
+    environ = fleet.run(target, 'for p in %s; do tr "\\0" "\\n" < /proc/$p/environ; done' % ' '.join(procs), check=True).stdout
+    assert key not in environ and 'SGLANG_API_KEY' not in environ, 'the key is in a process environment of %s' % unit
+    # Only root-only files hold them: the EnvironmentFiles and the last-known-good copy.
+    holders = fleet.run(target, 'grep -rl -- %s /etc /var/lib' % key, check=True).stdout.split()
+    assert sorted(holders) == ['/etc/sglang/sglang-t6.secrets.env', '/var/lib/sglang/sglang-t6/last-good/secrets.env']
+    modes = fleet.run(target, 'stat -c "%a %U" /etc/sglang/sglang-t6.env /etc/sglang/sglang-t6.secrets.env '
+                              '/var/lib/sglang/sglang-t6/last-good /var/lib/sglang/sglang-t6/last-good/secrets.env',
+                      check=True).stdout.split('\n')
+    assert modes[:4] == ['600 root', '600 root', '700 root', '600 root'], modes
+    # The key is enforced (a request without it is refused) and works when given.
+    assert completion(fleet, target, 30060, api_key=key)['choices']
+    refused = fleet.run(target, 'python3 -c "import urllib.request as u; u.urlopen(\'http://127.0.0.1:30060/v1/models\')"')
+    assert '401' in refused.stderr
+
+
+def test_check_diff_changes_nothing(fleet, standin_host):
+    target, units = standin_host
+    units.append('sglang-t7')
+    deployed = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t7', 30070))
+    assert deployed.rc == 0, deployed
+    state = 'md5sum /etc/systemd/system/sglang-t7.service /etc/sglang/sglang-t7.env; systemctl show -p InvocationID sglang-t7.service'
+    before = fleet.run(target, state, check=True).stdout
+    changed_args = {'trust-remote-code': True, 'reasoning-parser': 'kimi_k2', 'mem-fraction-static': 0.85}
+    check = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t7', 30070, sglang_server_args=changed_args,
+                                               sglang_env={'SGLANG_STANDIN_PACE': PACE, 'NCCL_DEBUG': 'INFO'}),
+                           check=True, extra_args=['--diff'])
+    assert check.rc == 0, check
+    assert '+NCCL_DEBUG="INFO"' in check.stdout and '--mem-fraction-static 0.85' in check.stdout, check
+    assert fleet.run(target, state, check=True).stdout == before
+
+
+def test_check_mode_on_a_host_without_the_unit(fleet, standin_host):
+    target, _units = standin_host
+    check = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-never', 30080), check=True, extra_args=['--diff'])
+    assert check.rc == 0, check
+    fleet.run(target, 'test ! -e /etc/systemd/system/sglang-never.service', check=True)
+
+
+def test_check_mode_on_a_fresh_host_without_python3_apt(fleet, standin_host):
+    """apt's check mode needs python3-apt, which a fresh Debian 12 host lacks: the role asks dpkg instead."""
+    target, _units = standin_host
+    fleet.run(target, 'dpkg --remove python3-apt python3-dev && ! dpkg -s python3-apt', check=True)
+    state = ("dpkg-query -W -f='${Package} ${db:Status-Status}\\n' | sort | md5sum; ls /etc/systemd/system /etc/sglang "
+             "/usr/local/lib 2>&1 | md5sum")
+    before = fleet.run(target, state, check=True).stdout
+    check = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-fresh', 30085), check=True, extra_args=['--diff'])
+    assert check.rc == 0, check
+    assert 'python3-apt must be installed' not in check.stdout
+    would = re.search(r'would install: ([^\'"\n]*)', check.stdout)
+    assert would and 'python3-dev' in would.group(1).split(), check
+    assert fleet.run(target, state, check=True).stdout == before, 'check mode changed the host'
+    fleet.run(target, 'test ! -e /etc/systemd/system/sglang-fresh.service && ! dpkg -s python3-apt', check=True)
+
+
+def unit_state(fleet, host, name):
+    return fleet.run(host, 'systemctl show -p InvocationID -p MainPID -p ActiveState %s.service; md5sum '
+                           '/etc/systemd/system/%s.service /etc/sglang/%s.env' % (name, name, name), check=True).stdout
+
+
+@pytest.mark.parametrize('server_args, extra_args, variable, words', [
+    ({'mem-fraction-static': '0.9 x'}, [], "sglang_server_args['mem-fraction-static']",
+     "sglang serve: error: argument --mem-fraction-static: invalid float value: '0.9 x'"),
+    ({}, ['--log-level', 'info', '--no-such-flag'], 'sglang_extra_args[2]',
+     'sglang serve: error: unrecognized arguments: --no-such-flag'),
+    ({'cuda-graph-max-bs': 64}, [], "sglang_server_args['cuda-graph-max-bs']",
+     'sglang serve: error: ambiguous option: --cuda-graph-max-bs could match --cuda-graph-max-bs-decode'),
+])
+def test_a_refused_argv_fails_before_the_old_server_stops(fleet, standin_host, server_args, extra_args, variable, words):
+    target, units = standin_host
+    units.append('sglang-t9')
+    deployed = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t9', 30095))
+    assert deployed.rc == 0, deployed
+    before = unit_state(fleet, target, 'sglang-t9')
+    base = role_vars(target, 'sglang-t9', 30095)['sglang_server_args']
+    for check_mode in (True, False):
+        result = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t9', 30095, sglang_server_args=dict(base, **server_args),
+                                                    sglang_extra_args=extra_args), check=check_mode)
+        assert result.rc != 0, result
+        # SGLang's own words (the venv's parser), the variable, and that nothing changed.
+        assert variable in result.stdout and words in result.stdout, result
+        assert 'keeps its running configuration' in result.stdout, result
+        assert unit_state(fleet, target, 'sglang-t9') == before
+    assert completion(fleet, target, 30095)['choices'], 'the old server still answers'

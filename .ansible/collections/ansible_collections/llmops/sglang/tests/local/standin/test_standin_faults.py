@@ -1,0 +1,58 @@
+"""The fault grammar and the start counter (pure logic)."""
+import pytest
+
+# standin_helpers puts the stand-in's sources on sys.path.
+import standin_helpers  # noqa: F401  pylint: disable=unused-import
+from sglang_standin import faults
+
+
+def test_parse_every_item():
+    parsed = faults.parse("crash@weights:oom, hang@cuda_graph; slow_warmup=2.5 zombie\nexit_after_requests=3 crash_times=2")
+    assert parsed.crash == {"weights": "oom"}
+    assert parsed.hang == {"cuda_graph"}
+    assert parsed.slow_warmup == 2.5
+    assert parsed.zombie is True
+    assert parsed.exit_after_requests == 3
+    assert parsed.crash_times == 2
+
+
+def test_default_causes():
+    assert faults.parse("crash@kv_cache").crash == {"kv_cache": "scheduler_exception"}
+    assert faults.parse("crash@warmup").crash == {"warmup": "warmup_error"}
+
+
+@pytest.mark.parametrize("spec", ["crash@loading:oom", "crash@weights:port_in_use", "hang@init:oom", "explode",
+                                  "slow_warmup=soon", "retries=3"])
+def test_rejects_bad_specs(spec):
+    with pytest.raises(faults.FaultError):
+        faults.parse(spec)
+
+
+def test_file_is_read_at_each_start_and_comments_ignored(tmp_path):
+    fault_file = tmp_path / "faults"
+    env = {"SGLANG_STANDIN_FAULT_FILE": str(fault_file)}
+    assert faults.load(env).crash == {}  # a missing file means no faults
+    fault_file.write_text("# first runs crash\ncrash@init:nccl\n")
+    assert faults.load(env).crash == {"init": "nccl"}
+    fault_file.write_text("")
+    assert faults.load(env).crash == {}
+
+
+def test_crash_times_counts_starts(tmp_path):
+    env = {"SGLANG_STANDIN_FAULT": "crash@weights:oom crash_times=2 zombie",
+           "SGLANG_STANDIN_COUNTER_FILE": str(tmp_path / "count")}
+    first, second, third = faults.load(env), faults.load(env), faults.load(env)
+    assert (first.start_number, second.start_number, third.start_number) == (1, 2, 3)
+    assert first.crash == second.crash == {"weights": "oom"} and second.zombie
+    assert third.crash == {} and not third.zombie
+
+
+def test_crash_times_needs_a_counter_file():
+    with pytest.raises(faults.FaultError):
+        faults.load({"SGLANG_STANDIN_FAULT": "crash@init crash_times=1"})
+
+
+def test_round_trip_to_schedulers():
+    parsed = faults.parse("crash@cuda_graph:nccl hang@warmup slow_warmup=1")
+    again = faults.Faults.from_dict(parsed.as_dict())
+    assert again.crash == parsed.crash and again.hang == parsed.hang and again.slow_warmup == 1

@@ -1,0 +1,159 @@
+"""Fault injection for tests: a tiny grammar read from the environment and a file at every start.
+
+Items are separated by commas, semicolons, whitespace or newlines; `#` starts a comment (file only):
+  crash@PHASE[:CAUSE]     fail in PHASE with CAUSE's real signature (default cause scheduler_exception)
+  hang@PHASE              stop in PHASE: no more output, the process stays alive
+  slow_warmup=SECONDS     the warmup generation takes SECONDS longer (absolute seconds, not paced)
+  zombie                  after ready, the scheduler dies but HTTP stays up (an old release without the watchdog)
+  exit_after_requests=N   rank 0's scheduler crashes right after answering the N-th client request
+  crash_times=N           crash@, hang@, zombie and exit_after_requests apply to the first N starts only
+                          (starts are counted in a counter file, see counter_path)
+"""
+import os
+import re
+
+PHASES = ("init", "weights", "kv_cache", "cuda_graph", "warmup")
+# Which causes make sense where; the texts live in signatures.py.
+CAUSES = {
+    "init": ("scheduler_exception", "nccl", "port_in_use", "oom_killer"),
+    "weights": ("scheduler_exception", "oom", "oom_killer"),
+    "kv_cache": ("scheduler_exception", "oom", "oom_killer"),
+    "cuda_graph": ("scheduler_exception", "oom", "nccl", "oom_killer"),
+    "warmup": ("warmup_error",),
+}
+DEFAULT_CAUSE = {"warmup": "warmup_error"}
+
+
+class FaultError(ValueError):
+    """A fault spec the stand-in cannot parse: a test bug, reported loudly."""
+
+
+class Faults(object):
+    def __init__(self):
+        self.crash = {}          # phase -> cause
+        self.hang = set()        # phases
+        self.slow_warmup = 0.0
+        self.zombie = False
+        self.exit_after_requests = None
+        self.crash_times = None
+        self.start_number = None
+
+    def crash_in(self, phase):
+        return self.crash.get(phase)
+
+    def hangs_in(self, phase):
+        return phase in self.hang
+
+    def as_dict(self):
+        return {"crash": dict(self.crash), "hang": sorted(self.hang), "slow_warmup": self.slow_warmup,
+                "zombie": self.zombie, "exit_after_requests": self.exit_after_requests,
+                "crash_times": self.crash_times, "start_number": self.start_number}
+
+    @classmethod
+    def from_dict(cls, data):
+        faults = cls()
+        faults.crash = dict(data.get("crash", {}))
+        faults.hang = set(data.get("hang", []))
+        faults.slow_warmup = data.get("slow_warmup", 0.0)
+        faults.zombie = data.get("zombie", False)
+        faults.exit_after_requests = data.get("exit_after_requests")
+        faults.crash_times = data.get("crash_times")
+        faults.start_number = data.get("start_number")
+        return faults
+
+
+def parse(text):
+    faults = Faults()
+    for item in re.split(r"[,;\s]+", text.strip()):
+        if not item:
+            continue
+        if item.startswith("crash@") or item.startswith("hang@"):
+            kind, rest = item.split("@", 1)
+            phase, cause = (rest.split(":", 1) + [""])[:2]
+            if phase not in PHASES:
+                raise FaultError("unknown phase %r in %r (phases: %s)" % (phase, item, ", ".join(PHASES)))
+            if kind == "hang":
+                if cause:
+                    raise FaultError("hang@ takes no cause: %r" % item)
+                faults.hang.add(phase)
+                continue
+            cause = cause or DEFAULT_CAUSE.get(phase, "scheduler_exception")
+            if cause not in CAUSES[phase]:
+                raise FaultError("cause %r is not possible in phase %s (causes: %s)" % (cause, phase, ", ".join(CAUSES[phase])))
+            faults.crash[phase] = cause
+        elif item == "zombie":
+            faults.zombie = True
+        elif "=" in item:
+            key, value = item.split("=", 1)
+            try:
+                if key == "slow_warmup":
+                    faults.slow_warmup = float(value)
+                elif key == "exit_after_requests":
+                    faults.exit_after_requests = int(value)
+                elif key == "crash_times":
+                    faults.crash_times = int(value)
+                else:
+                    raise FaultError("unknown fault %r" % item)
+            except ValueError as err:
+                raise FaultError("bad number in %r" % item) from err
+        else:
+            raise FaultError("unknown fault %r" % item)
+    return faults
+
+
+def _strip_comments(text):
+    return "\n".join(line.split("#", 1)[0] for line in text.splitlines())
+
+
+def read_spec(environ):
+    """The spec of this start: $SGLANG_STANDIN_FAULT plus the file $SGLANG_STANDIN_FAULT_FILE (missing file = none)."""
+    parts = [environ.get("SGLANG_STANDIN_FAULT", "")]
+    path = environ.get("SGLANG_STANDIN_FAULT_FILE")
+    if path and os.path.exists(path):
+        with open(path) as handle:
+            parts.append(_strip_comments(handle.read()))
+    return "\n".join(parts)
+
+
+def counter_path(environ):
+    if environ.get("SGLANG_STANDIN_COUNTER_FILE"):
+        return environ["SGLANG_STANDIN_COUNTER_FILE"]
+    if environ.get("SGLANG_STANDIN_STATE_DIR"):
+        return os.path.join(environ["SGLANG_STANDIN_STATE_DIR"], "start_count")
+    if environ.get("SGLANG_STANDIN_FAULT_FILE"):
+        return environ["SGLANG_STANDIN_FAULT_FILE"] + ".count"
+    return None
+
+
+def count_start(environ):
+    """Increment and return this start's number (1 = first start), or None without a counter file."""
+    path = counter_path(environ)
+    if not path:
+        return None
+    number = 0
+    if os.path.exists(path):
+        with open(path) as handle:
+            content = handle.read().strip()
+        number = int(content) if content.isdigit() else 0
+    number += 1
+    tmp = path + ".tmp%d" % os.getpid()
+    with open(tmp, "w") as handle:
+        handle.write("%d\n" % number)
+    os.replace(tmp, path)
+    return number
+
+
+def load(environ):
+    """Parse this start's faults, count the start, and drop the failure faults after crash_times starts."""
+    faults = parse(read_spec(environ))
+    faults.start_number = count_start(environ)
+    if faults.crash_times is not None:
+        if faults.start_number is None:
+            raise FaultError("crash_times needs a counter file: set SGLANG_STANDIN_COUNTER_FILE, "
+                             "SGLANG_STANDIN_STATE_DIR or SGLANG_STANDIN_FAULT_FILE")
+        if faults.start_number > faults.crash_times:
+            faults.crash = {}
+            faults.hang = set()
+            faults.zombie = False
+            faults.exit_after_requests = None
+    return faults

@@ -1,0 +1,304 @@
+"""Every failure text the stand-in prints, in one table (see sglang.md "Fatal startup failures").
+
+Tracebacks name the running venv's real site-packages and stdlib paths, so they look like the ones
+SGLang's processes print from the same venv. Line numbers inside SGLang/torch frames are illustrative.
+"""
+import os
+import re
+import socket
+import sysconfig
+import tempfile
+
+SITE = sysconfig.get_paths()["purelib"]
+STDLIB = sysconfig.get_paths()["stdlib"]
+
+REPO_ID = re.compile(r"^[\w.-]+(/[\w.-]+)?$")
+SIGQUIT_LINE = "Received sigquit from a child process. It usually means the child failed."
+# 0.5.23 managers/tokenizer_manager.py:4072-4075 (after the first request) and utils/watchdog.py:214-221.
+SIGQUIT_RUNNING = "SIGQUIT received. signum=None, frame=None. It usually means one child failed."
+SUBPROCESS_CRASHED = "Subprocess %(name)s (pid=%(pid)d) crashed with exit code %(code)s. Triggering SIGQUIT for cleanup..."
+CUDA_GRAPH_HELP = (
+    "Possible solutions:\n"
+    "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)\n"
+    "2. set --cuda-graph-max-bs to a smaller value (e.g., 16)\n"
+    "3. disable torch compile by not using --enable-torch-compile\n"
+    "4. disable CUDA graph by --disable-cuda-graph. (Not recommended. Huge performance loss)\n"
+    "Open an issue on GitHub https://github.com/sgl-project/sglang/issues/new/choose \n")
+CUSTOM_ALLREDUCE_P2P = ("Setup Custom allreduce failed with CUDART error: peer access is not supported between these two "
+                        "devices. To silence this warning, specify --disable-custom-all-reduce explicitly.")
+CUSTOM_ALLREDUCE_PCIE = ("Custom allreduce is disabled because it's not supported on more than two PCIe-only GPUs. "
+                         "To silence this warning, specify --disable-custom-all-reduce explicitly.")
+PACKAGE_WALK = "Unexpected error during package walk: cutlass.cute.experimental"
+
+
+def _site(rel):
+    return os.path.join(SITE, rel)
+
+
+def frame(path, line, func, code):
+    return '  File "%s", line %d, in %s\n    %s' % (path, line, func, code)
+
+
+def sg(rel, line, func, code):
+    """A frame inside the installed sglang package."""
+    return frame(_site("sglang/srt/" + rel), line, func, code)
+
+
+def traceback_text(frames, exception):
+    return "Traceback (most recent call last):\n" + "\n".join(frames) + "\n" + exception
+
+
+SCHEDULER_ROOT = [
+    sg("managers/scheduler.py", 3166, "run_scheduler_process", "scheduler = Scheduler("),
+    sg("managers/scheduler.py", 364, "__init__", "self.init_model_worker()"),
+    sg("managers/scheduler.py", 549, "init_model_worker", "self.tp_worker = TpModelWorker("),
+    sg("managers/tp_worker.py", 248, "__init__", "self._init_model_runner()"),
+    sg("managers/tp_worker.py", 331, "_init_model_runner", "self._model_runner = ModelRunner("),
+    sg("model_executor/model_runner.py", 402, "__init__", "self.initialize(min_per_gpu_memory)"),
+]
+PHASE_FRAMES = {
+    "init": [sg("model_executor/model_runner.py", 447, "initialize", "min_per_gpu_memory = self.init_torch_distributed()"),
+             sg("model_executor/model_runner.py", 873, "init_torch_distributed", "initialize_model_parallel("),
+             sg("distributed/parallel_state.py", 1655, "initialize_model_parallel", "_TP = init_model_parallel_group("),
+             sg("distributed/parallel_state.py", 1342, "init_model_parallel_group", "return GroupCoordinator("),
+             sg("distributed/parallel_state.py", 301, "__init__", "device_group = torch.distributed.new_group(")],
+    "weights": [sg("model_executor/model_runner.py", 486, "initialize", "self.load_model()"),
+                sg("model_executor/model_runner.py", 1034, "load_model", "self.model = self.loader.load_model("),
+                sg("model_loader/loader.py", 672, "load_model", "model = _initialize_model("),
+                sg("model_loader/loader.py", 263, "_initialize_model", "quant_config = _get_quantization_config("),
+                sg("model_loader/loader.py", 207, "_get_quantization_config", "quant_config = get_quant_config("),
+                sg("model_loader/weight_utils.py", 190, "get_quant_config", "return quant_cls.from_config(hf_quant_config)")],
+    "weights_files": [sg("model_executor/model_runner.py", 486, "initialize", "self.load_model()"),
+                      sg("model_executor/model_runner.py", 1034, "load_model", "self.model = self.loader.load_model("),
+                      sg("model_loader/loader.py", 696, "load_model", "self.load_weights_and_postprocess("),
+                      sg("model_loader/loader.py", 704, "load_weights_and_postprocess", "model.load_weights(weights)"),
+                      sg("model_loader/weight_utils.py", 681, "safetensors_weights_iterator",
+                         'with safe_open(st_file, framework="pt") as f:')],
+    "kv_cache": [sg("model_executor/model_runner.py", 571, "initialize", "self.init_memory_pool("),
+                 sg("model_executor/model_runner.py", 1893, "init_memory_pool", "raise RuntimeError(")],
+    "cuda_graph": [sg("model_executor/model_runner.py", 598, "initialize", "self.init_device_graphs()"),
+                   sg("model_executor/model_runner.py", 2279, "init_device_graphs", "self.graph_runner = graph_runners[self.device](self)"),
+                   sg("model_executor/cuda_graph_runner.py", 394, "__init__", "self.capture()"),
+                   sg("model_executor/cuda_graph_runner.py", 531, "capture", ") = self.capture_one_batch_size(bs, forward)"),
+                   sg("model_executor/cuda_graph_runner.py", 703, "capture_one_batch_size", "run_once()")],
+    "serving": [sg("managers/scheduler.py", 3192, "run_scheduler_process", "scheduler.event_loop_overlap()"),
+                sg("managers/scheduler.py", 1047, "event_loop_overlap", "batch_result = self.run_batch(batch)"),
+                sg("managers/scheduler.py", 2214, "run_batch", "batch_result = self.model_worker.forward_batch_generation("),
+                sg("managers/tp_worker.py", 441, "forward_batch_generation", "logits_output, can_run_cuda_graph = self.model_runner.forward(")],
+}
+
+ILLEGAL_ACCESS = ("RuntimeError: CUDA error: an illegal memory access was encountered\n"
+                  "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below "
+                  "might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+                  "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n")
+TORCH_OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.50 GiB. GPU %(gpu)d has a total capacity "
+             "of 139.81 GiB of which 1.23 GiB is free. Including non-PyTorch memory, this process has 138.57 GiB memory "
+             "in use. Of the allocated memory 136.90 GiB is allocated by PyTorch, and 112.45 MiB is reserved by PyTorch "
+             "but unallocated. If reserved but unallocated memory is large try setting "
+             "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory "
+             "Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)")
+NCCL_SYSTEM = ("torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:3353, "
+               "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.27.5\n"
+               "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. \n"
+               "Last error:\nsocketStartConnect: Connect to 127.0.0.1<43615> failed : Software caused connection abort")
+NCCL_INTERNAL = ("torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:77, "
+                 "internal error - please report this issue to the NCCL developers, NCCL version 2.27.5\n"
+                 "ncclInternalError: Internal check failed.\nLast error:\nNVLS multicast support is not available on dev %(gpu)d")
+# What the surviving node of a multi-node server prints when another node's process dies: its next collective
+# fails on the broken connection.
+NCCL_REMOTE = ("torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:3353, "
+               "remote process exited or there was a network error, NCCL version 2.27.5\n"
+               "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.\n"
+               "Last error:\nnet.cc:755 NCCL WARN NET/Socket : peer %(peer)s message truncated : receiving 1 bytes instead of 0.")
+
+
+def nccl_warn_lines(rank, phase):
+    host = socket.gethostname()
+    pid = os.getpid()
+    if phase == "init":
+        return ["%s:%d:%d [%d] misc/socket.cc:568 NCCL WARN socketStartConnect: Connect to 127.0.0.1<43615> failed : "
+                "Software caused connection abort" % (host, pid, pid + 17, rank),
+                "%s:%d:%d [%d] NCCL INFO bootstrap.cc:104 -> 6" % (host, pid, pid + 17, rank)]
+    return ["%s:%d:%d [%d] transport/nvls.cc:158 NCCL WARN Cuda failure 801 'operation not supported'" % (host, pid, pid + 9, rank)]
+
+
+def scheduler_crash(phase, cause, gpu):
+    """(raw lines printed before, the `Scheduler hit an exception:` message) of a crash in a scheduler process."""
+    before = []
+    if cause == "oom":
+        if phase == "kv_cache":
+            exc = "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."
+        elif phase == "cuda_graph":
+            exc = "Exception: Capture cuda graph failed: " + (TORCH_OOM % {"gpu": gpu}).split(": ", 1)[1] + "\n" + CUDA_GRAPH_HELP
+        else:
+            exc = TORCH_OOM % {"gpu": gpu}
+    elif cause == "nccl":
+        before = nccl_warn_lines(gpu, phase)
+        exc = NCCL_SYSTEM if phase == "init" else NCCL_INTERNAL % {"gpu": gpu}
+    else:
+        exc = ILLEGAL_ACCESS.rstrip("\n")
+    if phase == "serving":
+        frames = PHASE_FRAMES["serving"]
+    else:
+        frames = SCHEDULER_ROOT + PHASE_FRAMES["weights_files" if phase == "weights" else phase]
+    return before, "Scheduler hit an exception: " + traceback_text(frames, exc)
+
+
+def compressed_tensors_format(fmt):
+    """compressed-tensors older than the checkpoint's format: the enum lookup fails while reading the quant config."""
+    enum_py = os.path.join(STDLIB, "enum.py")
+    frames = SCHEDULER_ROOT + PHASE_FRAMES["weights"] + [
+        sg("layers/quantization/compressed_tensors/compressed_tensors.py", 196, "from_config",
+           "target_scheme_map = cls._quantization_scheme_map_from_config(config=config)"),
+        sg("layers/quantization/compressed_tensors/compressed_tensors.py", 277, "_quantization_scheme_map_from_config",
+           "if is_activation_quantization_format(quant_format):"),
+        frame(_site("compressed_tensors/config/base.py"), 94, "is_activation_quantization_format",
+              "return CompressionFormat(format) in _ACTIVATION_QUANTIZATION_FORMATS"),
+        frame(enum_py, 757, "__call__", "return cls.__new__(cls, value)"),
+        frame(enum_py, 1171, "__new__", "raise ve_exc"),
+    ]
+    return "Scheduler hit an exception: " + traceback_text(frames, "ValueError: '%s' is not a valid CompressionFormat" % fmt)
+
+
+def missing_shard(path):
+    frames = SCHEDULER_ROOT + PHASE_FRAMES["weights_files"]
+    return "Scheduler hit an exception: " + traceback_text(frames, 'FileNotFoundError: No such file or directory: "%s"' % path)
+
+
+def corrupt_shard(reason):
+    frames = SCHEDULER_ROOT + PHASE_FRAMES["weights_files"]
+    return "Scheduler hit an exception: " + traceback_text(
+        frames, "safetensors_rust.SafetensorError: Error while deserializing header: %s" % reason)
+
+
+def triton_python_h(include_dir):
+    """Triton compiling its cuda_utils.c driver module without Python.h: gcc's stderr, then the traceback."""
+    tmp = os.path.join(tempfile.gettempdir(), "tmp" + os.urandom(4).hex())
+    src = os.path.join(tmp, "cuda_utils.c")
+    so = os.path.join(tmp, "cuda_utils.cpython-%s.so" % sysconfig.get_config_var("SOABI"))
+    nvidia = _site("triton/backends/nvidia")
+    gcc = ["%s:6:10: fatal error: Python.h: No such file or directory" % src,
+           "    6 | #include <Python.h>",
+           "      |          ^~~~~~~~~~",
+           "compilation terminated."]
+    cmd = ["/usr/bin/gcc", src, "-O3", "-shared", "-fPIC", "-Wno-psabi", "-o", so, "-lcuda",
+           "-L" + os.path.join(nvidia, "lib"), "-L/lib/x86_64-linux-gnu", "-I" + os.path.join(nvidia, "include"),
+           "-I" + tmp, "-I" + include_dir]
+    subprocess_py = os.path.join(STDLIB, "subprocess.py")
+    frames = SCHEDULER_ROOT + PHASE_FRAMES["cuda_graph"] + [
+        frame(_site("triton/runtime/jit.py"), 390, "<lambda>", "return lambda *args, **kwargs: self.run(grid=grid, warmup=False, *args, **kwargs)"),
+        frame(_site("triton/runtime/jit.py"), 594, "run", "device = driver.active.get_current_device()"),
+        frame(_site("triton/runtime/driver.py"), 23, "__getattr__", "self._initialize_obj()"),
+        frame(_site("triton/runtime/driver.py"), 20, "_initialize_obj", "self._obj = self._init_fn()"),
+        frame(_site("triton/runtime/driver.py"), 9, "_create_driver", "return actives[0]()"),
+        frame(os.path.join(nvidia, "driver.py"), 535, "__init__", "self.utils = CudaUtils()  # TODO: make static"),
+        frame(os.path.join(nvidia, "driver.py"), 89, "__init__", "mod = compile_module_from_src("),
+        frame(_site("triton/runtime/build.py"), 88, "compile_module_from_src",
+              "so = _build(name, src_path, tmpdir, library_dirs or [], include_dirs or [], libraries or [], ccflags or [])"),
+        frame(_site("triton/runtime/build.py"), 51, "_build", "subprocess.check_call(cc_cmd, stdout=subprocess.DEVNULL)"),
+        frame(subprocess_py, 413, "check_call", "raise CalledProcessError(retcode, cmd)"),
+    ]
+    exc = "subprocess.CalledProcessError: Command '%r' returned non-zero exit status 1." % (cmd,)
+    return gcc, "Scheduler hit an exception: " + traceback_text(frames, exc)
+
+
+def main_traceback(frames, exception):
+    """An uncaught exception in the main process (what Python prints on stderr)."""
+    return traceback_text(frames, exception)
+
+
+# The main process' frames down to Engine._launch_subprocesses (0.5.23 launch_server.py:84, :67,
+# entrypoints/http_server.py:3156), for `python -m sglang.launch_server` (runpy's frames first).
+LAUNCH_FRAMES = [
+    '  File "<frozen runpy>", line 198, in _run_module_as_main',
+    '  File "<frozen runpy>", line 88, in _run_code',
+    frame(_site("sglang/launch_server.py"), 84, "<module>", "run_server(server_args)"),
+    frame(_site("sglang/launch_server.py"), 67, "run_server", "launch_server(server_args)"),
+    sg("entrypoints/http_server.py", 3156, "launch_server", ") = Engine._launch_subprocesses("),
+]
+
+
+def scheduler_died(index, code, node_rank=0):
+    """0.5.23 entrypoints/engine.py:2002-2010 + :2036-2040: an uncaught RuntimeError in the main process (exit 1)."""
+    frames = LAUNCH_FRAMES + [
+        sg("entrypoints/engine.py", 1236 if node_rank else 1350, "_launch_subprocesses",
+           "scheduler_init_result.wait_for_ready()"),
+        sg("entrypoints/engine.py", 995, "wait_for_ready",
+           "infos = _wait_for_scheduler_ready(scheduler_pipe_readers, scheduler_procs)"),
+        sg("entrypoints/engine.py", 2040, "_wait_for_scheduler_ready", "raise _scheduler_died_error(j, scheduler_procs[j])"),
+    ]
+    return main_traceback(frames, "RuntimeError: Rank %d scheduler died during initialization (exit code: %s). If exit "
+                                  "code is -9 (SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T | grep -i "
+                                  "oom` to check." % (index, code))
+
+
+def port_unavailable(port_name, port):
+    """0.5.23 utils/network.py:101-104 via server_args.py:875 (raised in the main process, uncaught)."""
+    frames = LAUNCH_FRAMES + [
+        sg("entrypoints/engine.py", 1184, "_launch_subprocesses", "port_args = PortArgs.init_new(server_args)"),
+        sg("server_args.py", 875, "init_new", 'wait_port_available(nccl_port, "nccl_port")'),
+        frame(_site("sglang/srt/utils/network.py"), 102, "wait_port_available", "raise ValueError("),
+    ]
+    return main_traceback(frames, "ValueError: %s at %d is not available in 30 seconds. %s at %d is not available"
+                          % (port_name, port, port_name, port))
+
+
+def warmup_poll_error(kind, port, response=None):
+    """The last traceback of _execute_server_warmup's /model_info polls (0.5.23 http_server.py:2370-2382)."""
+    first = sg("entrypoints/http_server.py", 2373, "_execute_server_warmup", "res = requests.get(")
+    if kind == "assert":
+        status, body = response
+        frames = [sg("entrypoints/http_server.py", 2376, "_execute_server_warmup",
+                     'assert res.status_code == 200, f"{res=}, {res.text=}"')]
+        exc = "AssertionError: res=<Response [%d]>, res.text=%r" % (status, body.decode("utf-8", "replace"))
+    elif kind == "timeout":
+        frames = [first, frame(_site("requests/adapters.py"), 690, "send", "raise ReadTimeout(e, request=request)")]
+        exc = ("requests.exceptions.ReadTimeout: HTTPConnectionPool(host='127.0.0.1', port=%d): Read timed out. "
+               "(read timeout=5)" % port)
+    else:
+        frames = [first, frame(_site("requests/adapters.py"), 677, "send", "raise ConnectionError(e, request=request)")]
+        exc = ("requests.exceptions.ConnectionError: HTTPConnectionPool(host='127.0.0.1', port=%d): Max retries exceeded "
+               "with url: /model_info (Caused by NewConnectionError('<urllib3.connection.HTTPConnection object at "
+               "0x7f3c5a1b2d10>: Failed to establish a new connection: [Errno 111] Connection refused'))" % port)
+    return traceback_text(frames, exc)
+
+
+def warmup_error():
+    frames = [sg("entrypoints/http_server.py", 2494, "_execute_server_warmup", "res = requests.post("),
+              frame(_site("requests/api.py"), 115, "post", 'return request("post", url, data=data, json=json, **kwargs)'),
+              frame(_site("requests/adapters.py"), 690, "send", "raise ReadTimeout(e, request=request)")]
+    return "Initialization failed. warmup error: " + traceback_text(
+        frames, "requests.exceptions.ReadTimeout: HTTPConnectionPool(host='127.0.0.1', port=%(port)d): Read timed out. "
+                "(read timeout=600)")
+
+
+def config_missing(model_path, exists):
+    """transformers' AutoConfig on a missing dir / a dir without config.json (uncaught in the main process)."""
+    # Resolution runs in the launcher (0.5.23 entrypoints/engine.py:1153, server_args.py:277), before the
+    # server_args= line; the inner frames are illustrative.
+    frames = LAUNCH_FRAMES + [
+        sg("entrypoints/engine.py", 1153, "_launch_subprocesses", "server_args.resolve_once()"),
+        sg("server_args.py", 277, "resolve_once", "run_resolution_pipeline(self)"),
+        sg("utils/hf_transformers_utils.py", 231, "get_config", "config = AutoConfig.from_pretrained("),
+        frame(_site("transformers/utils/hub.py"), 567, "cached_files", "raise OSError(")]
+    if exists:
+        msg = ("OSError: %s does not appear to have a file named config.json. Checkout "
+               "'https://huggingface.co/%s/tree/main' for available files." % (model_path, model_path))
+    elif REPO_ID.match(model_path):  # looks like a Hub repo id: transformers asks the Hub (offline here)
+        msg = ("OSError: %s is not a local folder and is not a valid model identifier listed on "
+               "'https://huggingface.co/models'\nIf this is a private repository, make sure to pass a token having "
+               "permission to this repo either by logging in with `hf auth login` or by passing `token=<your_token>`"
+               % model_path)
+    else:
+        msg = ("OSError: Incorrect path_or_model_id: '%s'. Please provide either the path to a local folder or the "
+               "repo_id of a model on the Hub." % model_path)
+    return main_traceback(frames, msg)
+
+
+def json_override_error(text, err):
+    frames = LAUNCH_FRAMES + [
+        sg("entrypoints/engine.py", 1153, "_launch_subprocesses", "server_args.resolve_once()"),
+        sg("server_args.py", 277, "resolve_once", "run_resolution_pipeline(self)"),
+        sg("configs/model_config.py", 108, "__init__", "json.loads(model_override_args)"),
+        frame(os.path.join(STDLIB, "json/decoder.py"), 353, "raw_decode", "obj, end = self.scan_once(s, idx)")]
+    return main_traceback(frames, "json.decoder.JSONDecodeError: %s" % err)

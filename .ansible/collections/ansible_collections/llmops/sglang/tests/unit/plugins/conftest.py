@@ -1,0 +1,18 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Fixtures the plugin tests share (helpers: fakes.py)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.llmops.sglang.tests.unit.plugins.fakes import FakeServer
+
+
+@pytest.fixture
+def server():
+    """A FakeServer on 127.0.0.1, stopped after the test."""
+    with FakeServer() as srv:
+        yield srv

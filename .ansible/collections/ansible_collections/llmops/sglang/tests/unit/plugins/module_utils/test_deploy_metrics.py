@@ -1,0 +1,121 @@
+# -*- coding: utf-8 -*-
+"""Deployment metrics textfile: read back with prometheus-client's real text-format parser."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from ansible_collections.llmops.sglang.plugins.module_utils.deploy_metrics import file_name, phase_durations, render
+
+UNIT = 'sglang-k26.service'
+PHASES = [{'name': 'init', 'at': -4.2, 'run': 0}, {'name': 'weights', 'at': -2.0, 'run': 0},
+          {'name': 'kv_cache', 'at': 28.1, 'run': 0}, {'name': 'cuda_graph', 'at': 28.6, 'run': 0},
+          {'name': 'http_up', 'at': 34.6, 'run': 0}, {'name': 'warmup', 'at': 34.6, 'run': 0},
+          {'name': 'ready', 'at': 35.1, 'run': 0}]
+GPUS = [{'index': i, 'memory_used_mib': 1024, 'memory_total_mib': 2048} for i in range(8)]
+PACKAGES = {'sglang': '0.5.23', 'compressed-tensors': '0.18.0', 'torch': None}
+READY = {'ready': True, 'reason': None, 'elapsed': 35.2, 'phases': PHASES, 'gpus': GPUS, 'restarts': 0,
+         'unit': {'invocation_id': 'abc123'}, 'packages': PACKAGES, 'rolled_back': False, 'changed_config': True}
+FAILED = {'ready': False, 'reason': 'crash_loop', 'elapsed': 20.0, 'restarts': 1, 'gpus': [],
+          'phases': [{'name': 'init', 'at': 0.5, 'run': 0}, {'name': 'weights', 'at': 1.0, 'run': 0},
+                     {'name': 'init', 'at': 10.0, 'run': 1}, {'name': 'weights', 'at': 11.0, 'run': 1},
+                     {'name': 'cuda_graph', 'at': 15.0, 'run': 1}],
+          'unit': {'invocation_id': 'def456'}, 'packages': PACKAGES, 'rolled_back': True, 'changed_config': True}
+
+
+def samples(text):
+    """{(name, frozenset(labels)): value} and {family: type}, from prometheus-client's parser."""
+    values, types = {}, {}
+    for family in text_string_to_metric_families(text):
+        types[family.name] = family.type
+        for sample in family.samples:
+            key = (sample.name, frozenset(sample.labels.items()))
+            assert key not in values, key
+            values[key] = sample.value
+    return values, types
+
+
+def one(values, name, **labels):
+    labels.setdefault('unit', UNIT)
+    return values[(name, frozenset(labels.items()))]
+
+
+def test_ready_deployment():
+    values, types = samples(render(UNIT, READY, 1796000000.0, 'c0ffee'))
+    assert set(types.values()) == {'gauge'}
+    assert one(values, 'sglang_deploy_ready') == 1
+    assert one(values, 'sglang_deploy_info', sglang_version='0.5.23', compressed_tensors_version='0.18.0',
+               torch_version='unknown', config_checksum='c0ffee', invocation_id='abc123', reason='none') == 1
+    assert one(values, 'sglang_deploy_time_to_ready_seconds') == pytest.approx(39.3)
+    assert one(values, 'sglang_deploy_phase_seconds', phase='weights') == pytest.approx(30.1)
+    assert one(values, 'sglang_deploy_phase_seconds', phase='http_up') == 0
+    assert ('sglang_deploy_phase_seconds', frozenset({('unit', UNIT), ('phase', 'ready')})) not in values
+    assert one(values, 'sglang_deploy_restarts') == 0
+    assert one(values, 'sglang_deploy_rolled_back') == 0
+    assert one(values, 'sglang_deploy_config_changed') == 1
+    assert one(values, 'sglang_deploy_timestamp_seconds') == 1796000000
+    assert one(values, 'sglang_deploy_wait_seconds') == pytest.approx(35.2)
+    assert one(values, 'sglang_deploy_gpus') == 8
+    assert one(values, 'sglang_deploy_gpu_memory_used_bytes') == 8 * 1024 ** 3
+    assert one(values, 'sglang_deploy_gpu_memory_total_bytes') == 16 * 1024 ** 3
+
+
+def test_failed_deployment_says_why_and_where():
+    values, _types = samples(render(UNIT, FAILED, 1796000000.0, 'c0ffee'))
+    assert one(values, 'sglang_deploy_ready') == 0
+    info = [dict(labels) for (name, labels) in values if name == 'sglang_deploy_info']
+    assert [i['reason'] for i in info] == ['crash_loop'] and info[0]['invocation_id'] == 'def456'
+    assert one(values, 'sglang_deploy_rolled_back') == 1
+    assert one(values, 'sglang_deploy_restarts') == 1
+    # only the last run's phases; the phase it failed in lasts until the wait ended
+    assert one(values, 'sglang_deploy_phase_seconds', phase='init') == 1.0
+    assert one(values, 'sglang_deploy_phase_seconds', phase='cuda_graph') == 5.0
+    assert not [name for name, _l in values if name in ('sglang_deploy_time_to_ready_seconds', 'sglang_deploy_gpus')]
+
+
+def test_failed_deployment_keeps_the_last_time_to_ready():
+    before = render(UNIT, READY, 1000.0, 'c0ffee')
+    values, _types = samples(render(UNIT, FAILED, 2000.0, 'beef', before))
+    assert one(values, 'sglang_deploy_time_to_ready_seconds') == pytest.approx(39.3)
+    assert one(values, 'sglang_deploy_ready') == 0
+
+
+def test_a_wait_that_never_ran_still_renders():
+    values, _types = samples(render(UNIT, {'failed': True, 'msg': 'boom'}, 1.0))
+    assert one(values, 'sglang_deploy_ready') == 0
+    assert [dict(labels)['reason'] for name, labels in values if name == 'sglang_deploy_info'] == ['error']
+
+
+def test_label_values_are_escaped():
+    odd = dict(READY, packages={'sglang': 'a"b\\c\nd'})
+    values, _types = samples(render(UNIT, odd, 1.0))
+    (info,) = [dict(labels) for name, labels in values if name == 'sglang_deploy_info']
+    assert info['sglang_version'] == 'a"b\\c\nd'
+
+
+def test_same_run_same_verdict_keeps_the_file():
+    first = render(UNIT, READY, 1000.0, 'c0ffee')
+    rerun = dict(READY, elapsed=0.3, phases=PHASES[:1] + [{'name': 'ready', 'at': 0.2}], changed_config=False)
+    assert render(UNIT, rerun, 2000.0, 'c0ffee', first) is first
+    # a new run, another configuration, another verdict or other versions: a new file
+    assert render(UNIT, dict(rerun, unit={'invocation_id': 'zzz'}), 2000.0, 'c0ffee', first) != first
+    assert render(UNIT, rerun, 2000.0, 'beef', first) != first
+    assert render(UNIT, dict(rerun, ready=False, reason='stalled'), 2000.0, 'c0ffee', first) != first
+    assert render(UNIT, dict(rerun, packages=dict(PACKAGES, sglang='0.5.24')), 2000.0, 'c0ffee', first) != first
+    # without an InvocationID nothing identifies the run: always rewritten
+    no_id = dict(READY, unit={})
+    assert render(UNIT, no_id, 2000.0, 'c0ffee', render(UNIT, no_id, 1000.0, 'c0ffee')) != render(UNIT, no_id, 1000.0, 'c0ffee')
+
+
+def test_phase_durations_without_phases():
+    assert phase_durations({}) == []
+
+
+def test_file_name():
+    assert file_name('sglang-k26.service') == 'sglang-k26.prom'
+    assert file_name('sglang-k26-ddtree') == 'sglang-k26-ddtree.prom'
+    with pytest.raises(ValueError):
+        file_name('../etc/passwd')

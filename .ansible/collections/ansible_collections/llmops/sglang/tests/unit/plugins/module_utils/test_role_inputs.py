@@ -1,0 +1,191 @@
+# -*- coding: utf-8 -*-
+"""The server role's input rules: each bad value gets one message naming the variable, the value and the rule."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pytest
+import yaml
+
+from ansible_collections.llmops.sglang.plugins.filter.pins import sglang_pin
+from ansible_collections.llmops.sglang.plugins.module_utils.role_inputs import instance_problems, server_problems
+from ansible_collections.llmops.sglang.plugins.module_utils.server_args import ServerArgsError, build_argv
+
+from pathlib import Path
+
+ROLE = Path(__file__).resolve().parents[4] / 'roles' / 'server'
+RESERVED = yaml.safe_load((ROLE / 'vars' / 'main.yml').read_text())['__sglang_reserved_flags']
+
+
+def good(**overrides):
+    """The role's defaults (as the role renders them) with a model path: a valid set of inputs."""
+    values = yaml.safe_load((ROLE / 'defaults' / 'main.yml').read_text())
+    values.update({
+        'sglang_launcher': ['/opt/sglang/venv/bin/python', '-m', 'sglang.launch_server'],
+        'sglang_state_dir': '/var/lib/sglang/sglang',
+        'sglang_compressed_tensors_version': sglang_pin('compressed-tensors'),
+        'sglang_model_path': '/models/k26',
+    })
+    values.update(overrides)
+    return values
+
+
+def problems(**overrides):
+    return server_problems(good(**overrides), RESERVED, None, 'gpu-01')
+
+
+def test_the_defaults_with_a_model_path_are_valid():
+    assert problems() == []
+
+
+@pytest.mark.parametrize('name, value, fragment', [
+    ('sglang_tp_size', 0, 'sglang_tp_size=0: expected an integer >= 1'),
+    ('sglang_port', 99999, 'sglang_port=99999: expected a TCP port, an integer from 1 to 65535'),
+    ('sglang_port', '30x', "sglang_port='30x': expected a TCP port"),
+    ('sglang_service_name', 'x.service', "sglang_service_name='x.service': expected the unit name without its suffix"),
+    ('sglang_service_name', 'a/b', "sglang_service_name='a/b': expected a unit name"),
+    ('sglang_model_path', '', "sglang_model_path='': must be set to start a server"),
+    ('sglang_model_path', '/models/k26\nExecStartPre=/bin/evil', 'sglang_model_path='),
+    ('sglang_state_dir', 'relative/dir', "sglang_state_dir='relative/dir': expected an absolute path"),
+    ('sglang_user', 'Bad User', "sglang_user='Bad User': expected a system account name"),
+    ('sglang_limit_nofile', 'lots', "sglang_limit_nofile='lots': expected a number"),
+    ('sglang_compressed_tensors_version', '0.18 ; rm', 'sglang_compressed_tensors_version='),
+    ('sglang_apt_proxy', 'http://p"; evil "', 'sglang_apt_proxy='),
+    ('sglang_wait', {'timout': 5}, "unknown option 'timout'"),
+    ('sglang_lock_wait', -1, 'sglang_lock_wait=-1'),
+])
+def test_one_bad_value_gets_exactly_one_message_naming_it(name, value, fragment):
+    found = problems(**{name: value})
+    assert len(found) == 1, found
+    assert found[0].startswith(name) and fragment in found[0], found
+
+
+def test_messages_name_only_the_rules_that_failed():
+    found = problems(sglang_tp_size=0, sglang_port=99999)
+    assert len(found) == 2
+    assert not any('sglang_launcher' in p or 'sglang_state_dir' in p for p in found)
+
+
+@pytest.mark.parametrize('args', [
+    {'port': 1234}, {'--port': 1}, {'tp': 2}, {'tensor_parallel_size': 2}, {'nccl-init-addr': 'a:1'},
+    {'model': '/x'}, {'api-key': 'k'},
+])
+def test_reserved_flags_and_their_aliases_in_server_args(args):
+    found = problems(sglang_server_args=args)
+    assert len(found) == 1 and found[0].startswith('sglang_server_args: ') and ' is set by sglang_' in found[0], found
+
+
+@pytest.mark.parametrize('extra, owner', [
+    (['--model-path', '/etc'], 'sglang_model_path'),
+    (['--nccl-init-addr=10.0.0.1:5000'], 'sglang_multinode_group'),
+    (['--tp', '4'], 'sglang_tp_size'),
+    (['--api-key', 'sk-secret-value'], 'sglang_api_key'),
+])
+def test_reserved_flags_in_extra_args_too(extra, owner):
+    found = problems(sglang_extra_args=extra)
+    assert len(found) == 1 and found[0].startswith('sglang_extra_args[0]: ') and owner in found[0], found
+    assert 'sk-secret-value' not in found[0]
+
+
+def test_flag_names_are_named_not_a_template_error():
+    found = problems(sglang_server_args={'bad flag!': 1})
+    assert found == ["sglang_server_args: 'bad flag!' is not a flag name; expected lowercase words joined by dashes, "
+                     "e.g. attention-backend"]
+
+
+def test_ordinary_flags_and_values_with_line_breaks_pass():
+    # A chat template may hold line breaks; systemd_exec_line quotes them, so the argv stays intact.
+    assert problems(sglang_server_args={'mem-fraction-static': 0.9, 'chat-template': 'a\nb', 'model-impl': 'sglang',
+                                        'port-range': None, 'hostname-x': None},
+                    sglang_extra_args=['--tool-call-parser', 'kimi_k2']) == []
+
+
+@pytest.mark.parametrize('name', ['sglang_api_key', 'sglang_hf_token'])
+def test_a_secret_with_a_line_break_is_refused_and_masked(name):
+    found = problems(**{name: 'sk-abc\nINJECTED=1'})
+    assert found == ['%s=<hidden, 17 characters>: must not contain a line break or other control character '
+                     '(it is written to an EnvironmentFile and sent as an HTTP header)' % name]
+
+
+def test_env_names_and_values():
+    assert problems(sglang_env={'BAD NAME': 1})[0].startswith("sglang_env: 'BAD NAME' is not an environment variable")
+    assert problems(sglang_env={'A': 'x\ny'}) == ['sglang_env[A]: a value cannot contain a line break in an EnvironmentFile']
+
+
+def test_multinode_rules():
+    values = good(sglang_multinode_group='k26_tp16', sglang_host='127.0.0.1', sglang_dist_init_port=30000)
+    found = server_problems(values, RESERVED, ['gpu-01', 'gpu-02'], 'gpu-03')
+    assert [p.split('=', 1)[0] for p in found] == ['sglang_multinode_group', 'sglang_host', 'sglang_dist_init_port']
+    assert server_problems(good(sglang_multinode_group='nope', sglang_host='10.0.0.1'), RESERVED, None, 'gpu-01') == [
+        "sglang_multinode_group='nope': expected the name of an inventory group"]
+
+
+def test_behind_routers_the_server_must_not_listen_on_loopback():
+    found = problems(sglang_router_hosts=['router-01'], sglang_host='127.0.0.1')
+    assert found == ["sglang_host='127.0.0.1': behind routers (sglang_router_hosts=['router-01']) the server must listen "
+                     "on an address the routers reach (e.g. 0.0.0.0), not loopback"]
+    assert problems(sglang_router_hosts=['router-01'], sglang_host='0.0.0.0') == []
+    assert problems(sglang_router_hosts=[], sglang_host='127.0.0.1') == []
+    assert [p.split('=', 1)[0] for p in problems(sglang_router_hosts='router-01')] == ['sglang_router_hosts']
+
+
+def test_api_key_needs_a_python_m_launcher():
+    found = problems(sglang_api_key='k', sglang_launcher=['/opt/v/bin/sglang', 'serve'])
+    assert len(found) == 1 and found[0].startswith('sglang_launcher=') and '[python, -m, module]' in found[0]
+
+
+def test_build_argv_refuses_reserved_prefixes_and_keeps_others():
+    with pytest.raises(ServerArgsError, match='sglang_tp_size'):
+        build_argv({}, ['--tp-s', '8'], RESERVED)
+    assert build_argv({}, ['--mem-fraction-static', '0.9', '--', '-x'], RESERVED) == [
+        '--mem-fraction-static', '0.9', '--', '-x']
+
+
+def test_instances_unique_names_and_ports():
+    found = instance_problems([{'name': 'a', 'port': 30000}, {'name': 'b', 'port': 30000}, {'name': 'a', 'port': 30001}])
+    assert found == [
+        "k26_instances[1].port=30000: is also the port of k26_instances[0] (a); each instance on a host needs its own port",
+        "k26_instances[2].name='a': is also k26_instances[0].name; each instance on a host needs its own name",
+    ]
+
+
+def test_instances_shape():
+    assert instance_problems([{'name': 'a.service', 'port': 0, 'extra': 1}]) == [
+        "k26_instances[0]='a.service': unknown key 'extra'; expected some of name, port, server_args, env, extra_args, "
+        "served_model_name, state",
+        "k26_instances[0].name='a.service': expected the unit name without its suffix (the role appends \".service\"), e.g. 'a'",
+        'k26_instances[0].port=0: expected a TCP port, an integer from 1 to 65535',
+    ]
+    assert instance_problems([]) == ["k26_instances=[]: expected a non-empty list of {name, port, ...}"]
+    assert instance_problems([{'name': 'a', 'port': '30000'}]) == []
+
+
+SHA = 'c' * 64
+SYNC = {'sglang_model_source': {'version': 'k26-a', 'mirror': 'http://10.0.0.1:8080/k26'},
+        'sglang_model_manifest': {'model-00001-of-00001.safetensors': {'size': 10, 'sha256': SHA}}}
+
+
+def test_a_model_source_with_a_full_manifest_is_valid():
+    assert problems(**SYNC) == []
+    assert problems(sglang_model_source={}) == []
+
+
+@pytest.mark.parametrize('source, manifest, fragment', [
+    ({'mirror': 'http://m/'}, None, 'sglang_model_source.version=None: expected a directory name'),
+    ({'version': '.hidden', 'mirror': 'http://m/'}, None, "sglang_model_source.version='.hidden'"),
+    ({'version': 'v', 'mirror': 'ftp://m/'}, None, 'expected an http:// or https:// URL'),
+    ({'version': 'v', 'mirror': 'http://m/', 'bogus': 1}, None, "unknown key 'bogus'"),
+    ({'version': 'v', 'mirror': 'http://m/', 'versions_dir': 'rel'}, None, 'sglang_model_source.versions_dir'),
+    ({'version': 'v', 'peers': []}, None, 'needs a mirror, or peers'),
+    ({'version': 'v', 'mirror': 'http://m/', 'peer_wait': -1}, None, 'sglang_model_source.peer_wait=-1'),
+    ({'version': 'v', 'mirror': 'http://m/'}, {}, 'sglang_model_manifest must list the checkpoint'),
+    ({'version': 'v', 'mirror': 'http://m/'}, {'a': {'size': 3}}, "sglang_model_manifest['a'] needs both size and sha256"),
+])
+def test_bad_model_source_is_named(source, manifest, fragment):
+    values = dict(SYNC)
+    values['sglang_model_source'] = source
+    if manifest is not None:
+        values['sglang_model_manifest'] = manifest
+    found = problems(**values)
+    assert len(found) == 1 and fragment in found[0], found

@@ -1,0 +1,95 @@
+# -*- coding: utf-8 -*-
+"""The rollout's next step from the host's state: restart or not, keep, remember, roll back or fail."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.llmops.sglang.plugins.module_utils.rollout_state import (
+    after_rollback,
+    after_wait,
+    boot_time_of,
+    is_verified,
+    pins_of,
+    process_started_at,
+    start_action,
+)
+
+PINS = {'sglang': '0.5.23', 'compressed-tensors': '0.18.0'}
+SAME = {'unit': True, 'env': True, 'secrets.env': True}
+
+
+def test_process_start_from_proc():
+    stat = '4242 (python (x) y) S 1 4242 4242 0 -1 4194560 1 0 0 0 5 3 0 0 20 0 9 0 123456 1000 10 1844 0 0 0'
+    assert process_started_at(stat, 1764000000, 100) == 1764000000 + 1234.56
+    assert process_started_at('garbage', 1, 100) is None
+    assert boot_time_of('cpu 1 2\nbtime 1764000000\nprocesses 9\n') == 1764000000
+    assert boot_time_of('cpu 1') is None
+
+
+@pytest.mark.parametrize('last_good, pins, verified', [
+    ({'exists': True, 'same': SAME, 'pins': PINS}, PINS, True),
+    ({'exists': True, 'same': dict(SAME, env=False), 'pins': PINS}, PINS, False),
+    ({'exists': True, 'same': SAME, 'pins': PINS}, dict(PINS, **{'compressed-tensors': '0.8.1'}), False),
+    ({'exists': True, 'same': SAME, 'pins': None}, PINS, False),
+    ({'exists': False, 'same': SAME, 'pins': PINS}, PINS, False),
+    ({}, PINS, False),
+    # Packages other than the pinned ones do not count.
+    ({'exists': True, 'same': SAME, 'pins': PINS}, dict(PINS, torch='2.9'), True),
+])
+def test_verified_means_same_files_and_same_pins(last_good, pins, verified):
+    assert is_verified(last_good, pins) is verified
+
+
+def test_pins_of_absent_packages():
+    assert pins_of({}) == {'sglang': None, 'compressed-tensors': None}
+
+
+@pytest.mark.parametrize('state, changed, service, mtimes, action', [
+    ('started', True, {'active_state': 'active', 'started_at': 100.0}, [50.0], 'restart'),
+    ('restarted', False, {'active_state': 'active', 'started_at': 100.0}, [50.0], 'restart'),
+    ('started', False, {'active_state': 'active', 'started_at': 100.0}, [50.0, None], 'none'),
+    # An earlier run wrote the files, then was killed before its restart: the process runs the old configuration.
+    ('started', False, {'active_state': 'active', 'started_at': 100.0}, [50.0, 300.0], 'restart'),
+    # Started just after its files were written (btime has whole seconds): not stale.
+    ('started', False, {'active_state': 'active', 'started_at': 100.0}, [101.5], 'none'),
+    # Rebooted during the load: the unit is enabled and loads again; no second restart.
+    ('started', False, {'active_state': 'activating', 'started_at': 500.0}, [50.0], 'none'),
+    ('started', False, {'active_state': 'failed', 'started_at': None}, [50.0], 'start'),
+    ('started', False, {'active_state': 'inactive'}, [], 'start'),
+    ('started', False, {}, [], 'start'),
+    # Crash-looping between two starts: no process to compare; the wait judges it.
+    ('started', False, {'active_state': 'activating', 'started_at': None}, [50.0], 'none'),
+])
+def test_start_action(state, changed, service, mtimes, action):
+    assert start_action(state, changed, service, mtimes) == action
+
+
+@pytest.mark.parametrize('ok, verified, has, enabled, action', [
+    (True, True, True, True, 'keep'),
+    (True, False, True, True, 'remember'),
+    (True, False, False, True, 'remember'),
+    (False, False, True, True, 'rollback'),
+    # Whatever earlier runs did: an unverified configuration that fails is replaced, also with nothing changed now.
+    (False, False, True, False, 'fail'),
+    (False, True, True, True, 'fail'),
+    (False, False, False, True, 'fail'),
+])
+def test_after_wait(ok, verified, has, enabled, action):
+    assert after_wait(ok, verified, has, enabled)['action'] == action
+
+
+def test_after_wait_notes_say_why():
+    assert 'nothing was rolled back' in after_wait(False, False, False, True)['note']
+    assert 'sglang_rollback is false' in after_wait(False, False, True, False)['note']
+    assert 'the host, not the configuration' in after_wait(False, True, True, True)['note']
+
+
+def test_after_rollback_reports_the_restores_own_failure():
+    good = after_rollback(True, elapsed=12.34)
+    assert good['rolled_back'] and 'serving again (ready after 12.3 s)' in good['note']
+    bad = after_rollback(False, reason='crash_loop', message='restart 1 during the wait')
+    assert not bad['rolled_back']
+    assert bad['note'] == 'Rolling back failed too (crash_loop: restart 1 during the wait); this host needs attention.'

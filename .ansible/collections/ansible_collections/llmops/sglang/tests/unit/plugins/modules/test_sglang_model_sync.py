@@ -1,0 +1,118 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""sglang_model_sync's main() run for real in this process against a loopback mirror: check mode, an interrupted transfer
+and its resume from the byte it stopped at, a damaged file refused and removed, a version already present.
+
+The peer transport (ssh) needs a second host: tests/integration/test_sync.py covers it on the fleet."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import hashlib
+import json
+import os
+import struct
+
+import pytest
+
+from model_mirror import Mirror  # tests/model_mirror.py
+
+from ansible_collections.llmops.sglang.plugins.modules import sglang_model_sync as mod
+from ansible_collections.llmops.sglang.tests.unit.plugins import fakes
+
+SHARDS = ['model-%05d-of-00003.safetensors' % i for i in range(1, 4)]
+
+
+def shard(size):
+    header = json.dumps({'w': {'dtype': 'U8', 'shape': [size], 'data_offsets': [0, size]}}).encode()
+    header += b' ' * (-len(header) % 8)
+    return struct.pack('<Q', len(header)) + header + os.urandom(size)
+
+
+@pytest.fixture
+def mirror(tmp_path):
+    source = tmp_path / 'mirror'
+    source.mkdir()
+    for name in SHARDS:
+        (source / name).write_bytes(shard(200000))
+    (source / 'config.json').write_text('{"architectures": ["X"]}')
+    manifest = {p.name: {'size': p.stat().st_size, 'sha256': hashlib.sha256(p.read_bytes()).hexdigest()}
+                for p in sorted(source.iterdir())}
+    server = Mirror(source, ['127.0.0.1'])
+    yield server, source, manifest
+    server.stop()
+
+
+@pytest.fixture
+def run(capsys):
+    """The module's main() run in-process: run(tmp_path, check=False, **options) -> its result."""
+    def call(_tmp_path, check=False, **args):
+        return fakes.run_module(mod, args, capsys, check_mode=check)
+    return call
+
+
+def args_for(tmp_path, server, manifest, **more):
+    return dict({'dest': str(tmp_path / 'versions' / 'v1'), 'version': 'v1', 'manifest': manifest,
+                 'mirror': 'http://127.0.0.1:%d/' % server.port, 'progress_file': str(tmp_path / 'progress.json')}, **more)
+
+
+def test_check_mode_reports_and_fetches_nothing(tmp_path, mirror, run):
+    server, _source, manifest = mirror
+    result = run(tmp_path, check=True, **args_for(tmp_path, server, manifest))
+    assert result['changed'] and result['state'] == 'would sync' and result['source'] == 'mirror', result
+    assert result['transferred_bytes'] == {'mirror': sum(e['size'] for e in manifest.values())}
+    assert server.sent == {} and not (tmp_path / 'versions').exists()
+
+
+def test_an_interrupted_transfer_resumes_where_it_stopped_and_the_version_appears_whole(tmp_path, mirror, run):
+    server, _source, manifest = mirror
+    server.cut[SHARDS[1]] = 70000
+    first = run(tmp_path, **args_for(tmp_path, server, manifest))
+    assert first['failed'] and 'Transfer of %s from mirror interrupted at 70000 of %d bytes' % (
+        SHARDS[1], manifest[SHARDS[1]]['size']) in first['msg'], first
+    assert not (tmp_path / 'versions' / 'v1').exists()
+    assert (tmp_path / 'versions' / '.staging-v1' / '.sync-failed').exists()  # what a waiting peer looks for
+    second = run(tmp_path, **args_for(tmp_path, server, manifest))
+    assert second['state'] == 'synced', second
+    item = [f for f in second['files'] if f['file'] == SHARDS[1]][0]
+    assert (item['action'], item['offset'], item['bytes']) == ('resume', 70000, manifest[SHARDS[1]]['size'] - 70000)
+    assert server.sent[SHARDS[1]] == [(0, 70000), (70000, manifest[SHARDS[1]]['size'] - 70000)]
+    for name, entry in manifest.items():  # every byte sent once in total
+        assert sum(n for _s, n in server.sent[name]) == entry['size']
+    dest = tmp_path / 'versions' / 'v1'
+    assert sorted(os.listdir(dest)) == sorted(list(manifest) + ['.llmops-model.json'])
+    assert not (tmp_path / 'versions' / '.staging-v1').exists()
+    assert json.loads((tmp_path / 'progress.json').read_text())['state'] == 'done'
+    third = run(tmp_path, **args_for(tmp_path, server, manifest))
+    assert third['changed'] is False and third['state'] == 'present', third
+
+
+def test_a_damaged_file_is_refused_removed_and_fetched_again(tmp_path, mirror, run):
+    server, source, manifest = mirror
+    good = (source / SHARDS[2]).read_bytes()
+    (source / SHARDS[2]).write_bytes(good[:-1] + bytes([good[-1] ^ 1]))  # same size, one bit flipped
+    result = run(tmp_path, **args_for(tmp_path, server, manifest))
+    assert result['failed'] and 'failed verification' in result['msg'] and '%s has sha256' % SHARDS[2] in result['msg']
+    staging = tmp_path / 'versions' / '.staging-v1'
+    assert not (staging / SHARDS[2]).exists() and (staging / SHARDS[0]).exists()
+    (source / SHARDS[2]).write_bytes(good)
+    again = run(tmp_path, **args_for(tmp_path, server, manifest))
+    assert again['state'] == 'synced', again
+    assert [f['action'] for f in again['files'] if f['file'] == SHARDS[2]] == ['fetch']
+    assert all(f['action'] == 'have' for f in again['files'] if f['file'] != SHARDS[2])
+
+
+def test_a_directory_that_is_not_this_version_is_refused(tmp_path, mirror, run):
+    server, _source, manifest = mirror
+    (tmp_path / 'versions' / 'v1').mkdir(parents=True)
+    result = run(tmp_path, **args_for(tmp_path, server, manifest))
+    assert result['failed'] and 'is not a verified copy of version v1' in result['msg'], result
+    assert server.sent == {}
+
+
+def test_no_mirror_and_no_peer_with_it_is_refused_naming_the_input(tmp_path, mirror, run):
+    _server, _source, manifest = mirror
+    result = run(tmp_path, dest=str(tmp_path / 'v' / 'v1'), version='v1', manifest=manifest, host='a',
+                 peers=[{'name': 'a', 'address': '10.0.0.1', 'have': False}])
+    assert result['failed'] and 'sglang_model_source.mirror is not set' in result['msg'], result

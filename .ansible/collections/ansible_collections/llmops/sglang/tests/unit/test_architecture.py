@@ -1,0 +1,153 @@
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The import rules of docs/architecture.md: each room imports only what it may (read from the sources' ASTs)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import ast
+import glob
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+COLLECTION = 'ansible_collections.llmops.sglang.plugins.'
+STDLIB = frozenset(sys.stdlib_module_names)
+
+
+def imports(path):
+    """Every module a file imports, also inside functions; relative imports keep their dots."""
+    with open(path, encoding='utf-8') as handle:
+        tree = ast.parse(handle.read(), path)
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module != '__future__':
+            found.add('.' * node.level + (node.module or ''))
+    return found
+
+
+def files(pattern):
+    found = sorted(glob.glob(os.path.join(ROOT, pattern), recursive=True))
+    assert found, pattern
+    return found
+
+
+def stdlib(name):
+    return name.split('.')[0] in STDLIB
+
+
+def broken(pattern, allowed):
+    """{file: [imports it may not make]} for the files of pattern; allowed(file, name) says what it may."""
+    problems = {}
+    for path in files(pattern):
+        bad = sorted(name for name in imports(path) if not stdlib(name) and not allowed(path, name))
+        if bad:
+            problems[os.path.relpath(path, ROOT)] = bad
+    return problems
+
+
+def test_module_utils_import_only_module_utils_and_third_party_only_in_adapters():
+    # No AnsibleModule and no controller code: a unit is pure logic (or, as *_adapters.py, the I/O a module wires).
+    def allowed(path, name):
+        if name.startswith(COLLECTION + 'module_utils'):
+            return True
+        return os.path.basename(path).endswith('_adapters.py') and not name.startswith(('ansible', 'ansible_collections'))
+    assert broken('plugins/module_utils/*.py', allowed) == {}
+
+
+def test_modules_import_module_utils_only():
+    def allowed(_path, name):
+        if name.startswith(('ansible.module_utils.', COLLECTION + 'module_utils')):
+            return True
+        # libraries of the managed host, imported guarded and reported with missing_required_lib
+        return not name.startswith(('ansible', COLLECTION))
+    assert broken('plugins/modules/*.py', allowed) == {}
+
+
+@pytest.mark.parametrize('room', ['action', 'filter'])
+def test_controller_plugins_import_ansible_module_utils_and_plugin_utils_never_modules(room):
+    def allowed(_path, name):
+        return name == 'ansible' or name.startswith(('ansible.', COLLECTION + 'module_utils', COLLECTION + 'plugin_utils'))
+    assert broken('plugins/%s/*.py' % room, allowed) == {}
+
+
+def test_the_stand_in_is_stdlib_only():
+    def allowed(_path, name):
+        return name.split('.')[0] in ('sglang', 'sglang_standin')
+    assert broken('tests/standin/src/**/*.py', allowed) == {}
+
+
+def test_the_fleet_tool_is_stdlib_only():
+    def allowed(_path, name):
+        return name.startswith('.') or name.startswith('fleet.')
+    assert broken('tests/fleet/*.py', allowed) == {}
+
+
+def test_the_bench_uses_the_fleet_only_through_its_client():
+    def allowed(_path, name):
+        # yaml: from the repo venv, which the bench runs with (ansible-core depends on it); `fleet` for `from fleet
+        # import load, router_wheels`: the load generator and the router's wheels the router test uses too
+        return name.startswith('.') or name in ('bench.cli', 'fleet', 'fleet.client', 'fleet.load', 'fleet.router_wheels',
+                                                'yaml')
+    assert broken('bench/*.py', allowed) == {}
+
+
+def test_the_integration_tests_use_the_fleet_only_through_its_client():
+    def allowed(_path, name):
+        return not name.startswith('fleet') or name in ('fleet', 'fleet.client')
+    problems = broken('tests/integration/*.py', allowed)
+    assert problems == {}
+
+
+def test_the_collection_imports_nothing_of_the_tests_or_the_bench():
+    def allowed(_path, name):
+        return name.split('.')[0] not in ('tests', 'bench', 'fleet', 'conftest', 'sglang_standin')
+    assert broken('plugins/**/*.py', allowed) == {}
+
+
+# What starts another process: a unit test that does is a local test (tests/local, `make local`) by another name.
+SPAWNING_MODULES = ('subprocess', 'multiprocessing', 'pty', 'pexpect', 'concurrent.futures.process')
+SPAWNING_CALLS = ('os.system', 'os.popen', 'os.fork', 'os.forkpty', 'os.posix_spawn', 'os.posix_spawnp')
+SPAWNING_PREFIXES = ('os.spawn', 'os.exec')
+ANSIBLE_COMMANDS = ('ansible', 'ansible-playbook', 'ansible-test', 'ansible-galaxy')
+
+
+def spawns(path):
+    """What in a file starts a process: the modules it imports for that, os calls, or an ansible command it names."""
+    with open(path, encoding='utf-8') as handle:
+        tree = ast.parse(handle.read(), path)
+    found = set()
+    for name in imports(path):
+        if name.lstrip('.') in SPAWNING_MODULES or name.split('.')[0] in SPAWNING_MODULES:
+            found.add('import %s' % name)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            dotted = '%s.%s' % (node.value.id, node.attr)
+            if dotted in SPAWNING_CALLS or dotted.startswith(SPAWNING_PREFIXES):
+                found.add(dotted)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in ANSIBLE_COMMANDS:
+            found.add('runs %r' % node.value)
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and isinstance(node.right, ast.Constant):
+            if node.right.value in ANSIBLE_COMMANDS:   # Path(sys.executable).parent / 'ansible'
+                found.add('runs %r' % node.right.value)
+    return sorted(found)
+
+
+def test_unit_tests_start_no_process():
+    # No venv, fleet, network or ansible run under tests/unit: such tests live in tests/local (or tests/integration).
+    # (This file only names the commands, in ANSIBLE_COMMANDS.)
+    problems = {os.path.relpath(path, ROOT): spawns(path) for path in files('tests/unit/**/*.py')
+                if path != os.path.abspath(__file__)}
+    assert {path: found for path, found in problems.items() if found} == {}
+
+
+def test_the_spawn_check_sees_what_the_local_tests_do():
+    # The check above can fail: the tests that moved to tests/local are what it would refuse.
+    seen = {os.path.basename(path): spawns(path) for path in files('tests/local/plugins/**/*.py')}
+    assert 'import subprocess' in seen['test_sglang_host_lock.py'] and "runs 'ansible'" in seen['test_sglang_observe.py']
