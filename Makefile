@@ -129,7 +129,7 @@ demo: setup ## the main job on the embedded default: local fleet, deploy_k26.yml
 	@! grep -E '^gpu-[0-9]+ +: ' .build/demo-rerun.log | grep -vq ' changed=0 ' || { echo "demo: the re-run changed something"; exit 1; }
 	@echo "== The fleet stays up for you to explore (ssh: see inventories/local/hosts.yml); 'make fleet-down' removes it."
 
-bench: setup ## benchmarks on a private local fleet (root, ~15 min): docs/benchmarks.md and docs/benchmarks.json
+bench: setup ## benchmarks on private local fleets (root; an hour or more with the 24-host rollout): docs/benchmarks.md/json
 	PATH=$(VENV)/bin:$$PATH $(VENV)/bin/python bench/run.py
 
 bench-quick: setup ## benchmark smoke run (root, ~2.5 min): bench/results/benchmarks-quick.md
