@@ -85,4 +85,3 @@ def run_playbook(fleet, path, limit=None, extra=None, timeout=1800):
                             stdin=subprocess.DEVNULL, check=False)
     return {"wall_s": time.time() - started, "rc": result.returncode, "recap": recap(result.stdout),
             "tail": result.stdout[-3000:] + result.stderr[-2000:]}
-

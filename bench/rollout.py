@@ -101,8 +101,8 @@ def measure(fleet, sizes, noop_trials, result):
         for key in orders[step[0] % 2]:
             if change is not None:
                 for name in change:
-                    fleet.set_host_env(name, {"BENCH_ROLLOUT_MARK": "%s-%s-%d" % (key, scenario.replace(" ", "_"),
-                                                                                   step[0])})
+                    mark = "%s-%s-%d" % (key, scenario.replace(" ", "_"), step[0])
+                    fleet.set_host_env(name, {"BENCH_ROLLOUT_MARK": mark})
             runs.append(_run(fleet, key, scenario, hosts))
         step[0] += 1
 
@@ -121,12 +121,14 @@ def _median(runs, key, scenario, hosts):
 
 def slope(points):
     """Least-squares slope and intercept of wall time over hosts: [(hosts, wall)]."""
-    if len({x for x, _ in points}) < 2:
+    xs = [x for x, _wall in points]
+    ys = [y for _hosts, y in points]
+    if len(set(xs)) < 2:
         return None, None
-    mean_x = statistics.mean(x for x, _ in points)
-    mean_y = statistics.mean(y for _, y in points)
+    mean_x = statistics.mean(xs)
+    mean_y = statistics.mean(ys)
     num = sum((x - mean_x) * (y - mean_y) for x, y in points)
-    den = sum((x - mean_x) ** 2 for x, _ in points)
+    den = sum((x - mean_x) ** 2 for x in xs)
     return num / den, mean_y - num / den * mean_x
 
 
@@ -208,7 +210,7 @@ def render_rollout(result):
     if parts:
         lines.append("Controller cost per extra host of a no-op (least-squares slope of the medians over %s hosts): "
                      "%s; ratio new/old %s." % (", ".join(str(s) for s in result["sizes"]), "; ".join(parts),
-                                               _ratio(summary["slope"]["new"], summary["slope"]["old"])))
+                                                _ratio(summary["slope"]["new"], summary["slope"]["old"])))
         lines.append("")
     return lines
 
@@ -252,5 +254,5 @@ def rollout_notes(result):
     if change_all["new"] is not None:
         notes.append("A change on all %d hosts (every host restarts, canary then quarters in both): plan first %.1f s, "
                      "before the plan %.1f s, ratio %s." % (result["hosts"], change_all["new"], change_all["old"],
-                                   _ratio(change_all["new"], change_all["old"])))
+                                                            _ratio(change_all["new"], change_all["old"])))
     return notes
