@@ -75,16 +75,7 @@ class _Inventory:
 
 
 def host_lines(fleet, host, path, since):
-    text = fleet.ssh(host, "cat %s 2>/dev/null; true" % path).stdout
-    out = []
-    for line in text.splitlines():
-        try:
-            item = json.loads(line)
-        except ValueError:
-            continue
-        if (item.get("time") or item.get("start") or 0) >= since:
-            out.append(item)
-    return out
+    return fleet_load.json_lines_since(fleet.ssh(host, "cat %s 2>/dev/null; true" % path).stdout, since)
 
 
 def one_rollout(fleet, inventory, label, extra, roll):

@@ -272,6 +272,20 @@ def capacity_timeline(samples, since=None):
     return [(round(s["time"] - since, 1), s["router"], len(s["listed"]), len(s["healthy"])) for s in samples]
 
 
+def json_lines_since(text, since):
+    """The JSON lines of a host's log (the stand-in's event or request log) whose `time` or `start` is >= since;
+    lines that are not JSON (a line cut by a crash) are skipped."""
+    out = []
+    for line in text.splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if (item.get("time") or item.get("start") or 0) >= since:
+            out.append(item)
+    return out
+
+
 def loading_windows(events):
     """Per pid, the stand-in's loading window from its event log (SGLANG_STANDIN_EVENT_LOG lines): from its
     `start` event until its `ready` event, or open (until None) when it never got ready: [{pid, start, ready}]."""

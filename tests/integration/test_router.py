@@ -163,16 +163,7 @@ LOAD_CLIENTS = 3
 
 def host_json_lines(fleet, host, path, since):
     """The JSON lines of a host's file whose `time` or `start` is >= since."""
-    text = fleet.run(host, 'cat %s 2>/dev/null; true' % path, check=True).stdout
-    out = []
-    for line in text.splitlines():
-        try:
-            item = json.loads(line)
-        except ValueError:
-            continue
-        if (item.get('time') or item.get('start') or 0) >= since:
-            out.append(item)
-    return out
+    return fleet_load.json_lines_since(fleet.run(host, 'cat %s 2>/dev/null; true' % path, check=True).stdout, since)
 
 
 def report_rows(result, hosts):
