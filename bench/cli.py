@@ -82,7 +82,8 @@ def carry_over(results, sections):
         results["extra_notes"] = [note for note in results["extra_notes"] if "not measured" not in note]
 
 
-def main():
+def build_parser():
+    """bench/run.py's options (also read by tests/conformance, which must not take them for SGLang flags)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--quick", action="store_true", help="smoke run: one trial per scenario, short windows")
     parser.add_argument("--state-dir", default="/tmp/llmops-bench-fleet-%d" % os.getpid())
@@ -96,7 +97,11 @@ def main():
                         help="run only these sections (the page keeps the others' last results)")
     # Hidden: the rollout's fleet sizes, to validate the section on a small fleet (--quick --only rollout).
     parser.add_argument("--rollout-sizes", default=",".join(str(s) for s in SIZES), help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    return parser
+
+
+def main():
+    args = build_parser().parse_args()
     sections = [s for s in (args.only or SECTIONS) if s not in args.skip]
 
     if args.render:

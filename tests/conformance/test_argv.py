@@ -5,6 +5,7 @@ import concurrent.futures
 import os
 import re
 import shutil
+import sys
 import tempfile
 
 import pytest
@@ -108,6 +109,19 @@ def test_reserved_flags_cover_every_spelling_of_the_flags_the_role_sets(release)
 OTHER_TOOLS = {'--since', '--no-pager', '--show-cursor', '--no-deps', '--no-index', '--check', '--diff',
                '--find-links', '--trusted-host', '--index-url', '--tags', '--limit', '--extra-vars',
                '--collector', '--query-gpu', '--version', '--local-dir', '--tp', '--append'}
+
+
+def _bench_options():
+    """bench/run.py's own options (--only, --skip, ...), read off its parser: the README names them too."""
+    sys.path.insert(0, ROOT)
+    try:
+        from bench.cli import build_parser
+    finally:
+        sys.path.remove(ROOT)
+    return {opt for action in build_parser()._actions for opt in action.option_strings}
+
+
+OTHER_TOOLS |= _bench_options()
 # docs/router.md names sglang-router's options (read off the real 0.3.2 binary), not SGLang's.
 NOT_SGLANG_DOCS = {'router.md'}
 DOCS = ['README.md', 'roles/server/defaults/main.yml', 'roles/server/meta/argument_specs.yml'] + sorted(
