@@ -117,6 +117,7 @@ class Faulty:
 
     def cleanup(self):
         self.sh('systemctl stop {0}; systemctl reset-failed {0}; systemctl disable {0}; rm -rf /etc/systemd/system/{0} '
+                '/etc/systemd/system/{0}.d '
                 '/etc/sglang/{1}.env /etc/sglang/{1}.secrets.env {2} {2}.new {2}.old {3}; systemctl daemon-reload; '
                 'mountpoint -q {2} && umount -l {2}; rm -rf {2}'.format(
                     shlex.quote(self.unit), shlex.quote(self.name), self.state_dir, self.events), check=False)
@@ -202,6 +203,28 @@ def test_controller_killed_during_the_restart(faulty):
     kill_controller(proc)
     rerun = unit.deploy(fault=BAD_FAULT)
     assert rerun.rc != 0 and 'Rolled back' in flat(rerun.stdout), rerun
+    unit.assert_serves_verified()
+
+
+def test_a_start_job_systemd_fails_at_once_goes_to_the_waiter_and_the_rollback(faulty):
+    """systemd itself fails the new configuration's start job (here a site drop-in's ExecStartPre= refuses the new
+    environment; in a loaded CI run a crashing configuration did). The restart task must leave the verdict to the
+    waiter rather than fail the host there, with no rollback: the waiter names the unit's failure and the rollback
+    restores the last good configuration, which the same drop-in lets start."""
+    make, procs = faulty
+    unit = make('sglang-f10', 30110)
+    unit.first_deploy()
+    unit.sh("install -d /etc/systemd/system/{0}.d && printf '%s\\n' '[Service]' "
+            "\"ExecStartPre=/bin/sh -c '! grep -q crash@ /etc/sglang/{1}.env'\" "
+            "> /etc/systemd/system/{0}.d/zz-site-check.conf".format(unit.unit, unit.name))
+    starts = unit.start_count()
+    change = unit.deploy(fault=BAD_FAULT)
+    out = flat(change.stdout)
+    assert change.rc != 0, change
+    assert 'Restart the server for the configuration on disk' in out and 'Rolled back' in out, change
+    assert 'control process exited' in out or 'ExecStartPre' in out or 'exit-code' in out, change
+    # The new configuration never ran (its start job failed before ExecStart); the restored one started once.
+    assert unit.start_count() == starts + 1
     unit.assert_serves_verified()
 
 

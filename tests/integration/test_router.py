@@ -169,7 +169,9 @@ def host_json_lines(fleet, host, path, since):
 def report_rows(result, hosts):
     """host name -> its row in the last fleet report the playbook printed (the report play's, or the last batch's when
     the rollout stopped), whitespace collapsed: the result callback wraps a long row over several lines."""
-    report = result.stdout.split('TASK [Fleet report')[-1].split('TASK [')[0].split('PLAY RECAP')[0]
+    # deploy_k26.yml's report tasks are "Fleet report ...", status.yml's (report.yml's) "Print one line per host ..."
+    report = re.split(r'TASK \[(?:Fleet report|Print one line per host)', result.stdout)[-1]
+    report = report.split('TASK [')[0].split('PLAY RECAP')[0]
     text = ' '.join(report.replace('\\n', '\n').split())  # a JSON-style callback escapes the newlines
     # a row starts with the host and its instance (or '-' for a host the rollout did not reach)
     starts = sorted((match.start(), name) for name in hosts
@@ -289,6 +291,11 @@ def test_canary_that_fails_its_wait_stays_out_while_the_others_serve(deployed, i
         # the fleet report (rotation column) says OUT for the canary
         rows = report_rows(result, [host.name for host in fleet.hosts[:3]])
         assert rows[canary.name].rstrip(" '\"").endswith('%s: OUT' % fleet.hosts[3].name), rows
+        # and so does the read-only status.yml, which reads the routers' listings itself
+        rows = report_rows(play(fleet, inventory, 'playbooks/status.yml'), [host.name for host in fleet.hosts[:3]])
+        assert rows[canary.name].rstrip(" '\"").endswith('%s: OUT' % fleet.hosts[3].name), rows
+        for host in others:
+            assert rows[host.name].rstrip(" '\"").endswith('%s: in' % fleet.hosts[3].name), rows
     finally:
         # clean up: no fault, the canary back on the configuration the others serve, and in rotation again
         fleet.run(canary, 'rm -f %s %s.count' % (FAULT_FILE, FAULT_FILE), check=True)
