@@ -82,6 +82,21 @@ def carry_over(results, sections):
         results["extra_notes"] = [note for note in results["extra_notes"] if "not measured" not in note]
 
 
+def guarded(results, section, key, run):
+    """results[key] = run(); a section that fails is logged and named on the page (extra_notes, failed_sections) and
+    the run goes on, so that one section's failure does not lose the others' measurements (the rollout alone is half
+    an hour)."""
+    try:
+        results[key] = run()
+        return True
+    except (Exception, SystemExit) as error:  # pylint: disable=broad-except
+        text = " ".join(str(error).split())[-600:]
+        log("%s: FAILED: %s" % (section, text))
+        results.setdefault("failed_sections", []).append(section)
+        results["extra_notes"].append("Section %s FAILED in this run (no results): %s" % (section, text))
+        return False
+
+
 def build_parser():
     """bench/run.py's options (also read by tests/conformance, which must not take them for SGLang flags)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
@@ -143,7 +158,8 @@ def main():
         load.phase = "rollout"
         if "rollout" in sections and plan["rollout"]:
             # Its own fleet of 24 hosts, down again before the other sections' fleet comes up (same state dir).
-            results["rollout"] = run_rollout(args.state_dir, args.prefix, plan["rollout_sizes"], {1: 2})
+            guarded(results, "rollout", "rollout",
+                    lambda: run_rollout(args.state_dir, args.prefix, plan["rollout_sizes"], {1: 2}))
         else:
             results["extra_notes"].append("Rollout at fleet scale not measured in this run (%s)." % (
                 "--quick" if args.quick else "not selected"))
@@ -157,20 +173,21 @@ def main():
         load.phase = "cpu"
         if "cpu" in sections:
             log("cpu: %d s window, one watcher per host + a control host" % plan["cpu_window"])
-            results["cpu"] = run_cpu(fleet, fleet.hosts, plan["cpu_window"], plan["cpu_rounds"])
+            guarded(results, "cpu", "cpu", lambda: run_cpu(fleet, fleet.hosts, plan["cpu_window"], plan["cpu_rounds"]))
         load.phase = "lag"
         if "lag" in sections:
             log("lag: %d trial(s) per scenario on %d hosts" % (plan["lag_trials"], plan["lag_hosts"]))
-            results["lag_trials"] = run_lag(fleet, fleet.hosts[:plan["lag_hosts"]], plan["lag_trials"], rng)
-            results["lag_summary"] = summarize_lag(results["lag_trials"])
+            lag_hosts = fleet.hosts[:plan["lag_hosts"]]
+            if guarded(results, "lag", "lag_trials", lambda: run_lag(fleet, lag_hosts, plan["lag_trials"], rng)):
+                results["lag_summary"] = summarize_lag(results["lag_trials"])
         load.phase = "sync"
         if "sync" in sections:
             log("model sync: mirror vs peer, checkpoint verification cold vs warm")
-            results["model_sync"] = run_model_sync(fleet, total_mib=32 if args.quick else 256)
+            guarded(results, "sync", "model_sync", lambda: run_model_sync(fleet, total_mib=32 if args.quick else 256))
         load.phase = "router"
         if "router" in sections:
             log("router: a rolling change under load, with the drain and without")
-            results["router"] = run_router_drain(fleet)
+            guarded(results, "router", "router", lambda: run_router_drain(fleet))
     finally:
         signal.signal(signal.SIGTERM, previous)
         if booted and not args.keep_fleet:
@@ -191,4 +208,7 @@ def main():
     page = Path(args.output if not args.quick else str(BENCH / "results" / "benchmarks-quick.md"))
     page.write_text(render(results), encoding="utf-8")
     log("done in %.1f min" % (results["duration_s"] / 60.0))
+    if results.get("failed_sections"):
+        log("FAILED sections: %s (the page says so; the others' results are written)" % ", ".join(results["failed_sections"]))
+        return 1
     return 0

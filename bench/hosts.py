@@ -110,6 +110,16 @@ def stop_server(fleet, host):
               check=False)
 
 
+def remove_units(fleet, host):
+    """The benchmark's two units gone from a host (units.yml's files and drop-ins), for a section that deploys the
+    fleet's own sglang-k26 there: the server role's preflight refuses an instance whose GPUs another unit claims."""
+    stop_server(fleet, host)
+    fleet.ssh(host, "systemctl disable sglang-bench.service sglang-bench-once.service 2>/dev/null; "
+                    "rm -rf /etc/systemd/system/sglang-bench.service /etc/systemd/system/sglang-bench-once.service "
+                    "/etc/systemd/system/sglang-bench.service.d /etc/systemd/system/sglang-bench-once.service.d; "
+                    "systemctl daemon-reload")
+
+
 def read_events(fleet, host):
     text = fleet.ssh(host, "cat %s" % EVENT_LOG, check=False).stdout
     events = []

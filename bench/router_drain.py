@@ -30,6 +30,7 @@ import time
 from fleet import load as fleet_load, router_wheels  # tests/fleet: run.py puts tests/ on sys.path
 
 from .common import REPO, log, run_playbook
+from .hosts import remove_units
 
 __metaclass__ = type  # pylint: disable=invalid-name
 
@@ -124,6 +125,8 @@ def run_router_drain(fleet):
     inv = _Inventory(inventory)
     router_wheels.add_to_mirror(os.path.join(str(fleet.state_dir), "mirror"))
     try:
+        for host in fleet.hosts[:3]:
+            remove_units(fleet, host)   # the lag/cpu sections' units claim the same (simulated) GPUs
         log("router: first deploy (3 workers behind the router)")
         run = run_playbook(inv, REPO / "tests" / "fleet" / "demo_prepare.yml")
         if run["rc"]:

@@ -1,0 +1,48 @@
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""bench/cli.py: a section that fails is named on the page and the run keeps the other sections' results."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture
+def cli():
+    sys.path[:0] = [ROOT, os.path.join(ROOT, 'tests')]
+    try:
+        from bench import cli as module  # pylint: disable=import-outside-toplevel
+    finally:
+        del sys.path[:2]
+    return module
+
+
+def fail(error):
+    raise error
+
+
+def test_a_failing_section_is_named_and_the_others_are_kept(cli):
+    results = {'extra_notes': []}
+    assert cli.guarded(results, 'rollout', 'rollout', lambda: {'sizes': [1, 6]})
+    # the router section raises SystemExit (router_drain.py), an exception another section might raise too
+    assert not cli.guarded(results, 'router', 'router', lambda: fail(SystemExit('router bench: first deploy failed')))
+    assert not cli.guarded(results, 'sync', 'model_sync', lambda: fail(RuntimeError('mirror\n  unreachable')))
+    assert results['rollout'] == {'sizes': [1, 6]}
+    assert 'router' not in results and 'model_sync' not in results
+    assert results['failed_sections'] == ['router', 'sync']
+    assert results['extra_notes'] == [
+        'Section router FAILED in this run (no results): router bench: first deploy failed',
+        'Section sync FAILED in this run (no results): mirror unreachable']
+
+
+def test_an_interrupt_is_not_a_section_failure(cli):
+    with pytest.raises(KeyboardInterrupt):
+        cli.guarded({'extra_notes': []}, 'cpu', 'cpu', lambda: fail(KeyboardInterrupt()))
