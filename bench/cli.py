@@ -32,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-from .common import BENCH, COLLECTIONS, LOOP_CAP, REPO, log
+from .common import BENCH, COLLECTIONS, LOOP_CAP, REPO, SECTIONS, log
 from .cpu import run_cpu
 from .hosts import BenchFleet, prepare_hosts
 from .lag import run_lag
@@ -43,8 +43,6 @@ from .router_drain import run_router_drain
 from .summary import LoadSampler, machine_info, summarize_lag
 
 __metaclass__ = type  # pylint: disable=invalid-name
-
-SECTIONS = ["rollout", "cpu", "lag", "sync", "router"]
 
 
 def ensure_tools():
@@ -76,10 +74,22 @@ def carry_over(results, sections):
                 results[key] = previous[key]
     if carried:
         results["fleet_hosts"] = previous.get("fleet_hosts", results["fleet_hosts"])
-        results["carried_over"] = {"sections": carried, "started": previous.get("started"),
-                                   "duration_s": previous.get("duration_s"),
-                                   "load_average": previous.get("load_average")}
+        results["carried_over"] = {"sections": carried,
+                                   "origins": dict((section, origin_of(previous, section)) for section in carried)}
         results["extra_notes"] = [note for note in results["extra_notes"] if "not measured" not in note]
+
+
+def origin_of(previous, section):
+    """The run a carried section was measured in: the previous page's own run, or, when that page carried it over
+    too, the run it came from (so that a chain of --only runs keeps each section's date and load)."""
+    before = previous.get("carried_over") or {}
+    if section in (before.get("origins") or {}):
+        return before["origins"][section]
+    if section in before.get("sections", []):   # a page written before origins were recorded
+        return {"started": before.get("started"), "duration_s": before.get("duration_s"),
+                "load_average": before.get("load_average")}
+    return {"started": previous.get("started"), "duration_s": previous.get("duration_s"),
+            "load_average": previous.get("load_average")}
 
 
 def guarded(results, section, key, run):
@@ -144,7 +154,7 @@ def main():
     started = time.time()
     results = {"quick": args.quick, "seed": seed, "started": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"),
                "machine": machine_info(), "fleet_hosts": plan["hosts"], "lag_hosts": plan["lag_hosts"],
-               "plan": plan, "extra_notes": []}
+               "plan": plan, "extra_notes": [], "sections": sections}
     fleet = BenchFleet(args.state_dir, args.prefix, plan["hosts"])
     load = LoadSampler()
     load.start()

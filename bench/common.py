@@ -18,6 +18,8 @@ __metaclass__ = type  # pylint: disable=invalid-name
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "bench"
 COLLECTIONS = REPO / ".build" / "collections"
+# The sections of a run, in the order bench/cli.py runs them (--only / --skip choices).
+SECTIONS = ("rollout", "cpu", "lag", "sync", "router")
 PORT = 30002
 MODEL_NAME = "kimi-k2.6"
 EVENT_LOG = "/var/lib/sglang-bench/events.jsonl"

@@ -5,7 +5,7 @@
 
 from __future__ import absolute_import, division, print_function
 
-from .common import CPU_TOOLS, LAG_TOOLS, SCENARIOS, TOOL_LABELS, WAITER_STALL_TIMEOUT, WAITER_TIMEOUT
+from .common import CPU_TOOLS, LAG_TOOLS, SCENARIOS, SECTIONS, TOOL_LABELS, WAITER_STALL_TIMEOUT, WAITER_TIMEOUT
 from .model_sync import render_model_sync
 from .rollout import render_rollout, rollout_notes
 from .router_drain import render_router_drain
@@ -40,13 +40,19 @@ def render(results):
     add("")
     carried = results.get("carried_over")
     if carried:
-        add("**Sections from an earlier run**: this run (`--only`) measured %s; the page's other sections (%s) are "
-            "from the run of %s (%.1f min; its load average: %s)." % (
-                ", ".join(s for s in ("rollout", "cpu", "lag", "sync") if s not in carried["sections"]),
-                ", ".join(carried["sections"]), carried["started"], (carried["duration_s"] or 0) / 60.0,
+        origins = carried.get("origins") or dict((section, carried) for section in carried["sections"])
+        runs = []
+        for started in sorted(set(origin["started"] for origin in origins.values())):
+            names = [section for section in carried["sections"] if origins[section]["started"] == started]
+            origin = origins[names[0]]
+            runs.append("%s from the run of %s (%.1f min; its load average: %s)" % (
+                ", ".join(names), started, (origin["duration_s"] or 0) / 60.0,
                 "; ".join("%s median %.1f / max %.1f" % (phase, v["median"], v["max"])
-                          for phase, v in (carried["load_average"] or {}).items()
-                          if phase != "fleet") or "-"))
+                          for phase, v in (origin["load_average"] or {}).items()
+                          if phase in names) or "-"))
+        add("**Sections from earlier runs**: this run (`--only`) measured %s; the page's other sections are %s." % (
+            ", ".join(results.get("sections") or [s for s in SECTIONS if s not in carried["sections"]]),
+            "; ".join(runs)))
         add("")
     if results.get("load_average"):
         add("**Noise**: this machine is shared (other sessions run tests and fleets at the same time); its 1-minute "

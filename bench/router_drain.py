@@ -101,10 +101,11 @@ def one_rollout(fleet, inventory, label, extra, roll):
         samples = poller.finish()
     summary = fleet_load.summarize(load.results)
     log("router %s: rollout %.0f s, rc %d; %s" % (label, wall, rc, fleet_load.summary_line(summary)))
-    served = {"loading": 0, "draining": 0, "total": 0}
+    served = {"loading": 0, "draining": 0, "total": 0, "lines": 0}
     for host in fleet.hosts[:3]:
-        records = [r for r in host_lines(fleet, host, REQUEST_LOG, since)
-                   if (r.get("tag") or "").startswith("bench-%s-" % roll)]
+        lines = host_lines(fleet, host, REQUEST_LOG, since)
+        served["lines"] += len(lines)   # every request the worker logged since the load began, the probes' too
+        records = fleet_load.sent_by(lines, router["address"])   # the router's requests, not the probes
         windows = fleet_load.loading_windows(host_lines(fleet, host, EVENT_LOG, since))
         served["total"] += len(records)
         served["loading"] += len(fleet_load.served_while_loading(records, windows))
@@ -178,11 +179,14 @@ def render_router_drain(results):
     for mode in results["modes"]:
         summary = mode["summary"]
         short, long_ = summary["short"], summary["long"]
-        lines.append("| %s%s | %.0f s | %d (%d streams) | %d | %d | %s / %s s | %s s | %d | %d | %s of 3 |" % (
+        served = mode["served"]
+        # of the requests the workers' logs show from the router (none read: the columns say so, not 0)
+        arrived = [("%d of %d" % (served[state], served["total"])) if served["total"] else "- (none read)"
+                   for state in ("loading", "draining")]
+        lines.append("| %s%s | %.0f s | %d (%d streams) | %d | %d | %s / %s s | %s s | %s | %s | %s of 3 |" % (
             mode["mode"], "" if mode["rc"] == 0 else " (rc %d)" % mode["rc"], mode["rollout_s"], summary["requests"],
             long_["requests"], summary["failed"], summary["truncated"], short["latency_s"]["median"],
-            short["latency_s"]["p95"], long_["latency_s"]["median"], mode["served"]["loading"],
-            mode["served"]["draining"], mode["min_listed"]))
+            short["latency_s"]["p95"], long_["latency_s"]["median"], arrived[0], arrived[1], mode["min_listed"]))
     lines += ["", "Capacity in rotation over the rollout (the fewest workers the router listed in each 10 s):", ""]
     for mode in results["modes"]:
         lines.append("- %s: %s" % (mode["mode"], _capacity_series(mode["timeline"])))

@@ -272,6 +272,14 @@ def capacity_timeline(samples, since=None):
     return [(round(s["time"] - since, 1), s["router"], len(s["listed"]), len(s["healthy"])) for s in samples]
 
 
+def sent_by(records, address):
+    """The stand-in's request-log records of the requests that `address` sent: behind a router, the router host's.
+    sglang-router 0.3.2 forwards neither the body's `user` field (the load's tag) nor an x-request-id of its own: in
+    the stand-in's log both are null on every request it proxied. The sender's address is what tells the load from
+    the server role's own readiness probes, which come from loopback."""
+    return [record for record in records if (record.get("client") or "").rsplit(":", 1)[0] == address]
+
+
 def json_lines_since(text, since):
     """The JSON lines of a host's log (the stand-in's event or request log) whose `time` or `start` is >= since;
     lines that are not JSON (a line cut by a crash) are skipped."""

@@ -46,3 +46,16 @@ def test_a_failing_section_is_named_and_the_others_are_kept(cli):
 def test_an_interrupt_is_not_a_section_failure(cli):
     with pytest.raises(KeyboardInterrupt):
         cli.guarded({'extra_notes': []}, 'cpu', 'cpu', lambda: fail(KeyboardInterrupt()))
+
+
+def test_a_chain_of_only_runs_keeps_each_sections_own_run(cli):
+    first = {'started': 'A', 'duration_s': 60, 'load_average': {'cpu': {'median': 1, 'max': 2}}}
+    # the page of run B measured the rollout and carried cpu over from run A (the format before origins, too)
+    legacy = {'started': 'B', 'duration_s': 120, 'load_average': {'rollout': {'median': 3, 'max': 4}},
+              'carried_over': dict(first, sections=['cpu'])}
+    current = {'started': 'B', 'duration_s': 120, 'load_average': {'rollout': {'median': 3, 'max': 4}},
+               'carried_over': {'sections': ['cpu'], 'origins': {'cpu': first}}}
+    for previous in (legacy, current):
+        assert cli.origin_of(previous, 'cpu')['started'] == 'A'
+        rollout = cli.origin_of(previous, 'rollout')
+        assert rollout == {'started': 'B', 'duration_s': 120, 'load_average': {'rollout': {'median': 3, 'max': 4}}}
