@@ -94,30 +94,28 @@ def prepare_hosts(fleet):
         raise RuntimeError("the benchmark's units (bench/playbooks/units.yml) failed:\n" + run["tail"])
 
 
+# The benchmark's two units (bench/playbooks/units.yml deploys them with the role).
+UNITS = "sglang-bench.service sglang-bench-once.service"
+STOP_UNITS = "systemctl stop {0}; systemctl reset-failed {0} 2>/dev/null; ".format(UNITS)
+
+
 def start_server(fleet, host, unit, env):
     """Writes the stand-in's environment, empties the event log and (re)starts `unit` like the seeds did."""
     env_text = "".join("%s=%s\n" % item for item in sorted(env.items()))
-    script = ("systemctl stop sglang-bench.service sglang-bench-once.service; "
-              "systemctl reset-failed sglang-bench.service sglang-bench-once.service 2>/dev/null; "
-              "cat > /etc/sglang-bench/env; : > %s; chown sglang: %s; systemctl restart %s") % (
-                  EVENT_LOG, EVENT_LOG, unit)
+    script = STOP_UNITS + "cat > /etc/sglang-bench/env; : > %s; chown sglang: %s; systemctl restart %s" % (
+        EVENT_LOG, EVENT_LOG, unit)
     fleet.ssh(host, script, input_text=env_text)
 
 
 def stop_server(fleet, host):
-    fleet.ssh(host, "systemctl stop sglang-bench.service sglang-bench-once.service; "
-                    "systemctl reset-failed sglang-bench.service sglang-bench-once.service 2>/dev/null; true",
-              check=False)
+    fleet.ssh(host, STOP_UNITS + "true", check=False)
 
 
 def remove_units(fleet, host):
     """The benchmark's two units gone from a host (units.yml's files and drop-ins), for a section that deploys the
     fleet's own sglang-k26 there: the server role's preflight refuses an instance whose GPUs another unit claims."""
-    stop_server(fleet, host)
-    fleet.ssh(host, "systemctl disable sglang-bench.service sglang-bench-once.service 2>/dev/null; "
-                    "rm -rf /etc/systemd/system/sglang-bench.service /etc/systemd/system/sglang-bench-once.service "
-                    "/etc/systemd/system/sglang-bench.service.d /etc/systemd/system/sglang-bench-once.service.d; "
-                    "systemctl daemon-reload")
+    files = " ".join("/etc/systemd/system/{0} /etc/systemd/system/{0}.d".format(unit) for unit in UNITS.split())
+    fleet.ssh(host, STOP_UNITS + "systemctl disable %s 2>/dev/null; rm -rf %s; systemctl daemon-reload" % (UNITS, files))
 
 
 def read_events(fleet, host):

@@ -101,11 +101,10 @@ def one_rollout(fleet, inventory, label, extra, roll):
         samples = poller.finish()
     summary = fleet_load.summarize(load.results)
     log("router %s: rollout %.0f s, rc %d; %s" % (label, wall, rc, fleet_load.summary_line(summary)))
-    served = {"loading": 0, "draining": 0, "total": 0, "lines": 0}
+    served = {"loading": 0, "draining": 0, "total": 0}
     for host in fleet.hosts[:3]:
-        lines = host_lines(fleet, host, REQUEST_LOG, since)
-        served["lines"] += len(lines)   # every request the worker logged since the load began, the probes' too
-        records = fleet_load.sent_by(lines, router["address"])   # the router's requests, not the probes
+        # the router's requests, not the server role's probes
+        records = fleet_load.sent_by(host_lines(fleet, host, REQUEST_LOG, since), router["address"])
         windows = fleet_load.loading_windows(host_lines(fleet, host, EVENT_LOG, since))
         served["total"] += len(records)
         served["loading"] += len(fleet_load.served_while_loading(records, windows))
