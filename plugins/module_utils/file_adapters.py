@@ -1,0 +1,198 @@
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""File I/O for root that no less trusted user can redirect (the judgements are trust.py's).
+
+A path is opened one component at a time from ``/`` with O_NOFOLLOW, holding each directory open: a symlink on the
+way is followed only when it sits in a directory only root can change (so only root can have put it there), and
+whatever is read or written is judged by fstat() of the descriptor actually used. A user who renames, replaces or
+links an entry between a check and a use therefore changes nothing root reads or writes.
+
+- ``open_dir``: a descriptor of a directory reached that way.
+- ``read_saved``: a root-only saved copy (a file, or a flat directory of files) as bytes, or why it is refused.
+- ``write_file``: a file written whole (temporary name, fsync, rename) into a directory only root can change.
+- ``tree_records``: lstat records of every entry of a tree (the venv check).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import errno
+import os
+
+from ansible_collections.llmops.sglang.plugins.module_utils.trust import (
+    others_may_write, record_of, saved_entry_problem,
+)
+
+MAX_LINKS = 40
+DIR_FLAGS = os.O_RDONLY | getattr(os, 'O_DIRECTORY', 0) | getattr(os, 'O_NOFOLLOW', 0) | getattr(os, 'O_CLOEXEC', 0)
+FILE_FLAGS = os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0) | getattr(os, 'O_CLOEXEC', 0)
+
+
+class UnsafePath(Exception):
+    """A path root will not use: the message says which entry and why."""
+
+
+def _components(path):
+    return [part for part in path.split('/') if part and part != '.']
+
+
+def open_dir(path):
+    """A descriptor of the directory at an absolute path, reached without following a symlink a user other than root
+    could have placed. Raises UnsafePath, or OSError (ENOENT when a component is missing)."""
+    if not path.startswith('/'):
+        raise UnsafePath('%s is not an absolute path' % path)
+    fd = os.open('/', DIR_FLAGS)
+    seen = []  # the directories walked, for '..'
+    todo = _components(path)
+    links = 0
+    try:
+        while todo:
+            name = todo.pop(0)
+            if name == '..':
+                if seen:
+                    os.close(fd)
+                    fd = seen.pop()
+                continue
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            record = record_of(st)
+            if record['kind'] == 'link':
+                # only root can have put a link into a directory only root can change
+                holder = others_may_write(record_of(os.fstat(fd)))
+                links += 1
+                if holder:
+                    raise UnsafePath('%s: the symlink %s is in a directory %s' % (path, name, holder))
+                if links > MAX_LINKS:
+                    raise UnsafePath('%s: more than %d symlinks on the way' % (path, MAX_LINKS))
+                target = os.readlink(name, dir_fd=fd)
+                if target.startswith('/'):
+                    for held in seen:
+                        os.close(held)
+                    seen = []
+                    os.close(fd)
+                    fd = os.open('/', DIR_FLAGS)
+                todo = _components(target) + todo
+                continue
+            if record['kind'] != 'dir':
+                raise OSError(errno.ENOTDIR, '%s: %s is not a directory' % (path, name))
+            child = os.open(name, DIR_FLAGS, dir_fd=fd)
+            seen.append(fd)
+            fd = child
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+    finally:
+        for held in seen:
+            os.close(held)
+
+
+def _read_file(dir_fd, name, where):
+    fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
+    try:
+        problem = saved_entry_problem(record_of(os.fstat(fd)))
+        if problem:
+            raise UnsafePath('%s is %s' % (where, problem))
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return b''.join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+
+
+def read_saved(path):
+    """(kind, content) of a saved copy only root can have written: ('file', bytes) or ('dir', {name: bytes}) for a
+    flat directory of files. Raises UnsafePath naming the first entry that is not root's alone (a symlink, a
+    hard-linked file, an entry another user owns or may write), or OSError (ENOENT: nothing there)."""
+    parent, name = os.path.split(path.rstrip('/'))
+    parent_fd = open_dir(parent or '/')
+    try:
+        st = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+        record = record_of(st)
+        if record['kind'] == 'file':
+            return 'file', _read_file(parent_fd, name, path)
+        problem = saved_entry_problem(record)
+        if problem:
+            raise UnsafePath('%s is %s' % (path, problem))
+        fd = os.open(name, DIR_FLAGS, dir_fd=parent_fd)
+    finally:
+        os.close(parent_fd)
+    try:
+        problem = saved_entry_problem(record_of(os.fstat(fd)))
+        if problem:  # what was opened, not what was looked at
+            raise UnsafePath('%s is %s' % (path, problem))
+        files = {}
+        for entry in sorted(os.listdir(fd)):
+            files[entry] = _read_file(fd, entry, os.path.join(path, entry))
+        return 'dir', files
+    finally:
+        os.close(fd)
+
+
+def root_only_dir(path):
+    """A descriptor of a directory that only root can change (UnsafePath otherwise)."""
+    fd = open_dir(path)
+    problem = others_may_write(record_of(os.fstat(fd)))
+    if problem:
+        os.close(fd)
+        raise UnsafePath('%s is %s' % (path, problem))
+    return fd
+
+
+def _same(dir_fd, name, data, mode):
+    try:
+        fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+        if record_of(st)['kind'] != 'file' or (st.st_mode & 0o7777) != mode or st.st_uid != 0 or st.st_size != len(data):
+            return False
+        return os.read(fd, len(data) + 1) == data
+    finally:
+        os.close(fd)
+
+
+def write_file(directory, name, data, mode=0o644, dir_fd=None):
+    """Write ``data`` as ``directory/name`` (root-owned, ``mode``) whole: a temporary name, fsync, one rename inside
+    a directory only root can change. True when the file changed. Raises UnsafePath or OSError."""
+    fd = root_only_dir(directory) if dir_fd is None else dir_fd
+    try:
+        if _same(fd, name, data, mode):
+            return False
+        temporary = '.%s.%d.tmp' % (name, os.getpid())
+        try:
+            os.unlink(temporary, dir_fd=fd)
+        except OSError:
+            pass
+        out = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | FILE_FLAGS, mode, dir_fd=fd)
+        try:
+            os.fchmod(out, mode)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(out, view):]
+            os.fsync(out)
+        finally:
+            os.close(out)
+        os.rename(temporary, name, src_dir_fd=fd, dst_dir_fd=fd)
+        return True
+    finally:
+        if dir_fd is None:
+            os.close(fd)
+
+
+def tree_records(root):
+    """path -> trust record (lstat, links not followed) of the root and every entry below it."""
+    records = {root: record_of(os.lstat(root))}
+    for top, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = os.path.join(top, name)
+            try:
+                records[path] = record_of(os.lstat(path))
+            except OSError:  # removed while walking: nothing to judge
+                pass
+    return records

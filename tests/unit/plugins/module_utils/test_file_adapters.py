@@ -1,0 +1,92 @@
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""file_adapters on real files in a temporary directory: ownership is what is judged, so these need root (chown)."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+import pytest
+
+from ansible_collections.llmops.sglang.plugins.module_utils.file_adapters import (
+    UnsafePath, open_dir, read_saved, write_file,
+)
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason='judges ownership: needs root to chown')
+USER = 4321  # any uid that is not root
+
+
+@pytest.fixture
+def tree(tmp_path):
+    base = tmp_path / 'base'
+    base.mkdir(mode=0o755)
+    os.chmod(str(tmp_path), 0o755)
+    return base
+
+
+def saved(parent, name='last-good', files=None, uid=0, mode=0o700):
+    path = parent / name
+    path.mkdir(mode=mode)
+    for entry, text in (files or {'unit': u'[Unit]\n', 'env': u''}).items():
+        (path / entry).write_text(text)
+        os.chmod(str(path / entry), 0o600)
+    os.chown(str(path), uid, 0)
+    return path
+
+
+def test_a_copy_root_wrote_is_read_whole(tree):
+    path = saved(tree)
+    assert read_saved(str(path)) == ('dir', {'env': b'', 'unit': b'[Unit]\n'})
+    (tree / 'cache.json').write_text(u'{}')
+    assert read_saved(str(tree / 'cache.json')) == ('file', b'{}')
+
+
+def test_a_copy_another_user_made_or_can_change_is_refused(tree):
+    forged = saved(tree, uid=USER)
+    with pytest.raises(UnsafePath, match='last-good is owned by uid %d' % USER):
+        read_saved(str(forged))
+    mixed = saved(tree, 'mixed')
+    os.chown(str(mixed / 'unit'), USER, 0)
+    with pytest.raises(UnsafePath, match='mixed/unit is owned by uid %d' % USER):
+        read_saved(str(mixed))
+    linked = saved(tree, 'linked')
+    os.link(str(linked / 'unit'), str(tree / 'hardlink'))
+    with pytest.raises(UnsafePath, match='2 hard links'):
+        read_saved(str(linked))
+
+
+def test_a_symlink_another_user_could_place_is_not_followed(tree):
+    holder = tree / 'holder'
+    holder.mkdir()
+    target = saved(holder, 'last-good')
+    users = tree / 'users'
+    users.mkdir()
+    os.chown(str(users), USER, 0)
+    os.symlink(str(holder), str(users / 'state'))
+    with pytest.raises(UnsafePath, match='the symlink state is in a directory owned by uid %d' % USER):
+        read_saved(str(users / 'state' / 'last-good'))
+    with pytest.raises(UnsafePath, match='the symlink state is in a directory owned by uid %d' % USER):
+        write_file(str(users / 'state'), 'x', b'x')
+    assert not os.path.exists(str(holder / 'x'))
+    # the same link in a directory only root can change is root's own, and is followed
+    os.symlink(str(holder), str(tree / 'alias'))
+    assert read_saved(str(tree / 'alias' / 'last-good'))[0] == 'dir'
+    # the copy itself is never a link
+    os.symlink(str(target), str(tree / 'lg-link'))
+    with pytest.raises(UnsafePath, match='lg-link is a symlink, not a file or directory'):
+        read_saved(str(tree / 'lg-link'))
+
+
+def test_write_file_is_whole_idempotent_and_refuses_a_directory_others_may_change(tree):
+    assert write_file(str(tree), 'a.prom', b'x 1\n') is True
+    assert (tree / 'a.prom').read_bytes() == b'x 1\n'
+    assert oct(os.stat(str(tree / 'a.prom')).st_mode & 0o777) == oct(0o644)
+    assert write_file(str(tree), 'a.prom', b'x 1\n') is False
+    assert write_file(str(tree), 'a.prom', b'x 1\n', 0o600) is True
+    assert sorted(os.listdir(str(tree))) == ['a.prom']  # no temporary left
+    open_dir(str(tree))  # reachable
+    os.chmod(str(tree), 0o777)
+    with pytest.raises(UnsafePath, match='writable by every user'):
+        write_file(str(tree), 'b.prom', b'')
