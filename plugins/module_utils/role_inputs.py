@@ -166,7 +166,7 @@ def server_problems(values, reserved=None, group_hosts=None, inventory_hostname=
             if not isinstance(word, str) or not word:
                 problems.add('sglang_launcher[%d]' % index, word, 'expected a non-empty string')
     _absolute_path(problems, 'sglang_venv', get('sglang_venv'), 'the server\'s virtual environment')
-    _absolute_path(problems, 'sglang_state_dir', get('sglang_state_dir'), 'the unit\'s HOME, JIT caches and last-good copy')
+    _absolute_path(problems, 'sglang_state_dir', get('sglang_state_dir'), 'the unit\'s HOME and JIT caches')
 
     for var, account in (('sglang_user', get('sglang_user')), ('sglang_group', get('sglang_group'))):
         if not isinstance(account, str) or not _ACCOUNT.match(account):
