@@ -13,8 +13,10 @@ import hashlib
 import json
 import os
 
+from ansible_collections.llmops.sglang.plugins.module_utils.file_adapters import tree_records
 from ansible_collections.llmops.sglang.plugins.module_utils.host_facts import VENV_PROBE, parse_venv_probe
 from ansible_collections.llmops.sglang.plugins.module_utils.rollout_state import boot_time_of, process_started_at
+from ansible_collections.llmops.sglang.plugins.module_utils.trust import record_of, tree_problems, tree_refusal
 
 # What both modules read of a unit (sglang_info adds its own on top).
 SERVICE_PROPERTIES = ('Id', 'LoadState', 'ActiveState', 'SubState', 'Result', 'MainPID', 'InvocationID',
@@ -62,13 +64,28 @@ def unit_facts(props):
     }
 
 
+def venv_refusal(path):
+    """Why root must not run the venv's Python (an entry of it, or a directory above it, that a user other than root
+    can change: a .pth file or a module there runs as root), None when only root can change it."""
+    records = tree_records(path)
+    parent = os.path.dirname(os.path.abspath(path))
+    while parent != os.path.dirname(parent):
+        records[parent] = record_of(os.lstat(parent))
+        parent = os.path.dirname(parent)
+    return tree_refusal(path, tree_problems(records))
+
+
 def venv_facts(run_command, path, packages):
-    """The venv's Python, its headers, pip and the versions of packages; `error` says why not.
-    run_command is AnsibleModule.run_command."""
+    """The venv's Python, its headers, pip and the versions of packages; `error` says why not. The Python is not run
+    when a user other than root could have changed the venv (venv_refusal). run_command is AnsibleModule.run_command."""
     python = os.path.join(path, 'bin', 'python')
     facts = {'path': path, 'exists': os.path.exists(python)}
     if not facts['exists']:
-        facts['error'] = 'no Python at %s' % python
+        facts['error'] = 'no Python at %s: create the venv with SGLang in it first, or point sglang_venv at it' % python
+        return facts
+    refusal = venv_refusal(path)
+    if refusal:
+        facts['error'] = refusal
         return facts
     rc, out, err = run_command([python, '-c', VENV_PROBE, json.dumps(list(packages))])
     if rc != 0:
