@@ -1,0 +1,114 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: sglang_textfile
+short_description: Write a file as root into a directory another user's tree may hold, without following their links
+version_added: 0.2.0
+description:
+  - Writes O(content) to O(path) whole (a temporary name in the same directory, fsync, one rename), so a reader such
+    as node_exporter's textfile collector never sees half a file.
+  - Made for the deployment metrics: Debian's C(/var/lib/prometheus/node-exporter) is root's, but
+    C(/var/lib/prometheus) belongs to the C(prometheus) user, who could replace C(node-exporter) with a symlink to
+    any directory. The path is opened one directory at a time without following a symlink a user other than root
+    could have placed, and the last directory must be changeable by root alone; otherwise nothing is written and the
+    task fails naming the entry and why.
+author:
+  - llmops.sglang maintainers (@llmops)
+options:
+  path:
+    description: The file to write; its directory must exist.
+    type: path
+    required: true
+  content:
+    description: The text to write.
+    type: str
+    required: true
+  mode:
+    description: The file's permission bits, as an octal string.
+    type: str
+    default: '0644'
+attributes:
+  check_mode:
+    support: full
+    description: Says whether the file would change; writes nothing.
+  diff_mode:
+    support: full
+    description: The old and new text.
+  platform:
+    support: full
+    platforms: posix
+    description: Linux hosts (C(O_NOFOLLOW), descriptors relative to a directory).
+notes:
+  - Runs on the managed host as root; Linux only.
+"""
+
+EXAMPLES = r"""
+- name: Publish a deployment's outcome for node_exporter
+  llmops.sglang.sglang_textfile:
+    path: /var/lib/prometheus/node-exporter/llmops_sglang_deploy_sglang-k26.prom
+    content: "{{ text }}"
+"""
+
+RETURN = r"""
+path:
+  description: The file written (or that would be).
+  returned: always
+  type: str
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.llmops.sglang.plugins.module_utils.file_adapters import (
+    UnsafePath, read_saved, root_only_dir, write_file,
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            path=dict(type='path', required=True),
+            content=dict(type='str', required=True),
+            mode=dict(type='str', default='0644'),
+        ),
+        supports_check_mode=True,
+    )
+    path, text = module.params['path'], module.params['content']
+    try:
+        mode = int(module.params['mode'], 8)
+    except ValueError:
+        module.fail_json(msg='mode must be an octal string such as 0644, got %r' % module.params['mode'])
+    directory, name = os.path.split(path)
+    try:
+        fd = root_only_dir(directory)
+    except (UnsafePath, OSError) as exc:
+        module.fail_json(msg='%s not written: %s' % (path, exc), path=path)
+    try:
+        try:
+            before = read_saved(path)[1].decode('utf-8', 'replace')
+        except (UnsafePath, OSError, AttributeError):
+            before = ''
+        data = text.encode('utf-8')
+        if module.check_mode:
+            changed = before != text
+        else:
+            changed = write_file(directory, name, data, mode, dir_fd=fd)
+    except (UnsafePath, OSError) as exc:
+        module.fail_json(msg='%s not written: %s' % (path, exc), path=path)
+    finally:
+        os.close(fd)
+    result = {'changed': changed, 'path': path}
+    if module._diff:  # pylint: disable=protected-access
+        result['diff'] = {'before': before, 'after': text, 'before_header': path, 'after_header': path}
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()
