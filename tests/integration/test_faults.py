@@ -41,6 +41,8 @@ class Faulty:
         self.key = 'sk-fault-' + secrets.token_hex(6)
         self.events = '/var/tmp/%s.events.jsonl' % name
         self.state_dir = '/var/lib/sglang/' + name
+        # root's own state of the instance: last-good (docs/security.md)
+        self.control_dir = '/var/lib/llmops-sglang/' + name
 
     def vars(self, fault=None, pace='0.01', **overrides):
         env = {'SGLANG_STANDIN_PACE': pace, 'SGLANG_STANDIN_EVENT_LOG': self.events}
@@ -107,8 +109,8 @@ class Faulty:
         assert show == {'ActiveState': 'active', 'SubState': 'running'}, show
         for live, saved in (('/etc/systemd/system/%s' % self.unit, 'unit'), ('/etc/sglang/%s.env' % self.name, 'env'),
                             ('/etc/sglang/%s.secrets.env' % self.name, 'secrets.env')):
-            self.sh('cmp %s %s/last-good/%s' % (live, self.state_dir, saved))
-        self.sh('test -s %s/last-good/pins.json' % self.state_dir)
+            self.sh('cmp %s %s/last-good/%s' % (live, self.control_dir, saved))
+        self.sh('test -s %s/last-good/pins.json' % self.control_dir)
         self.sh('grep -q "^SGLANG_API_KEY=\\"%s\\"$" /etc/sglang/%s.secrets.env' % (self.key, self.name))
         self.sh('grep -qx kernel %s/.triton/cache/marker.so' % self.state_dir)
         env = self.sh('cat /etc/sglang/%s.env' % self.name).stdout
@@ -119,8 +121,9 @@ class Faulty:
         self.sh('systemctl stop {0}; systemctl reset-failed {0}; systemctl disable {0}; rm -rf /etc/systemd/system/{0} '
                 '/etc/systemd/system/{0}.d '
                 '/etc/sglang/{1}.env /etc/sglang/{1}.secrets.env {2} {2}.new {2}.old {3}; systemctl daemon-reload; '
-                'mountpoint -q {2} && umount -l {2}; rm -rf {2}'.format(
-                    shlex.quote(self.unit), shlex.quote(self.name), self.state_dir, self.events), check=False)
+                'for d in {2} {4}; do mountpoint -q $d && umount -l $d; rm -rf $d; done'.format(
+                    shlex.quote(self.unit), shlex.quote(self.name), self.state_dir, self.events, self.control_dir),
+                check=False)
 
 
 def flat(text):
@@ -188,7 +191,7 @@ def test_controller_killed_during_the_wait_for_a_good_change_then_the_rerun_keep
     assert rerun.rc == 0, rerun
     # It waited for the unverified configuration instead of restarting it, and saved it once it answered.
     assert unit.start_count() == starts
-    unit.sh('grep -q -- "--mem-fraction-static 0.85" %s/last-good/unit' % unit.state_dir)
+    unit.sh('grep -q -- "--mem-fraction-static 0.85" %s/last-good/unit' % unit.control_dir)
     unit.assert_serves_verified()
 
 
@@ -277,15 +280,15 @@ def test_a_second_concurrent_run_is_refused_naming_the_first(faulty):
     unit.assert_serves_verified()
 
 
-def test_the_state_directory_full_during_a_change(faulty):
+def test_the_control_directory_full_during_a_change(faulty):
     make, procs = faulty
     unit = make('sglang-f6', 30106)
-    # The state directory on its own small filesystem (JIT caches, last-known-good copy).
-    unit.sh('install -d {0} && mount -t tmpfs -o size=256k tmpfs {0}'.format(unit.state_dir))
+    # Root's control directory of the instance (the last-known-good copy) on its own small filesystem.
+    unit.sh('install -d -m 0700 {0} && mount -t tmpfs -o size=256k,mode=0700 tmpfs {0}'.format(unit.control_dir))
     unit.first_deploy()
-    saved = unit.sh('cat %s/last-good/unit' % unit.state_dir).stdout
-    unit.sh('dd if=/dev/zero of=%s/.triton/filler bs=4k 2>/dev/null; test "$(df --output=avail %s | tail -1)" -eq 0'
-            % (unit.state_dir, unit.state_dir), check=False)
+    saved = unit.sh('cat %s/last-good/unit' % unit.control_dir).stdout
+    unit.sh('dd if=/dev/zero of=%s/filler bs=4k 2>/dev/null; test "$(df --output=avail %s | tail -1)" -eq 0'
+            % (unit.control_dir, unit.control_dir), check=False)
     changed = dict(SERVER_ARGS, **{'mem-fraction-static': 0.8})
     full = unit.deploy(sglang_server_args=changed)
     assert full.rc != 0, full
@@ -293,10 +296,10 @@ def test_the_state_directory_full_during_a_change(faulty):
     assert 'No space left on device' in flat(full.stdout), full
     # Nothing was rolled back (it serves), and the previous copy is whole.
     assert 'Rolled back' not in flat(full.stdout)
-    assert unit.sh('cat %s/last-good/unit' % unit.state_dir).stdout == saved
+    assert unit.sh('cat %s/last-good/unit' % unit.control_dir).stdout == saved
     assert completion(unit.fleet, unit.host, unit.port, api_key=unit.key)['choices']
     # Room again: the next run waits for the unverified configuration (no restart) and saves it.
-    unit.sh('rm -f %s/.triton/filler' % unit.state_dir)
+    unit.sh('rm -f %s/filler' % unit.control_dir)
     starts = unit.start_count()
     again = unit.deploy(sglang_server_args=changed)
     assert again.rc == 0, again
@@ -359,5 +362,5 @@ def test_the_host_rebooted_during_the_load(faulty, private_fleet):
     rerun = unit.deploy(pace='0.05', sglang_server_args=changed)
     assert rerun.rc == 0, rerun
     assert unit.start_count() == starts
-    unit.sh('grep -q -- "--mem-fraction-static 0.8" %s/last-good/unit' % unit.state_dir)
+    unit.sh('grep -q -- "--mem-fraction-static 0.8" %s/last-good/unit' % unit.control_dir)
     unit.assert_serves_verified()
