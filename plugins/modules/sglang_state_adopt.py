@@ -22,7 +22,7 @@ description:
     write. It is written whole under a temporary name into the destination's directory, which only root may be able
     to change, and renamed into place; the source is then removed.
   - A source that fails that test is not read further, not adopted and left where it is, and the result says why
-    (a warning too): it was not written by this role, so root must not use it.
+    (a warning too), since this role did not write it and root must not use it.
   - When the destination exists already, a source only root could have written is removed (the role's own leftover);
     any other is left alone and reported.
 author:

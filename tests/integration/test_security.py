@@ -9,8 +9,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
-
 import pytest
 
 from server_helpers import PACE, PLAYBOOK, VENV, completion, role_vars, unit_show

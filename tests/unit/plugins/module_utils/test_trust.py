@@ -40,7 +40,7 @@ def test_a_tree_is_refused_naming_its_first_unsafe_entries_in_order():
     records = {'/v': rec('dir', mode=0o755), '/v/b': rec(uid=7), '/v/a': rec(mode=0o666), '/v/c': rec(uid=7),
                '/v/d': rec(uid=7), '/v/ok': rec()}
     problems = tree_problems(records)
-    assert [path for path, _ in problems] == ['/v/a', '/v/b', '/v/c', '/v/d']
+    assert [entry[0] for entry in problems] == ['/v/a', '/v/b', '/v/c', '/v/d']
     text = tree_refusal('/v', problems)
     assert text.startswith('/v can be changed by a user other than root, and root runs its Python: '
                            '/v/a is writable by every user (mode 0666); /v/b is owned by uid 7; /v/c is owned by uid 7 '
