@@ -231,7 +231,7 @@ def test_router_unit_sandbox_exposure_is_at_most_3(deployed):
 # Run on another fleet host (a worker host: neither the router host nor the controller): each request's status.
 API_PROBE = r"""
 import json, sys, urllib.request, urllib.error
-base, key = sys.argv[1], sys.argv[2]
+base = sys.argv[1]
 def call(method, path, body=None, key=None):
     headers = {'Content-Type': 'application/json'}
     if key:
@@ -261,8 +261,9 @@ def test_worker_api_refuses_another_host_without_the_key(deployed):
     fleet = deployed
     router, other = fleet.hosts[3], fleet.hosts[0]
     _s, before = router_call(fleet, 'GET', '/workers')
-    script = fleet.run(other, ['python3', '-', 'http://%s:%d' % (router.address, ROUTER_PORT), ROUTER_KEY],
-                       input=API_PROBE, check=True).stdout
+    # the key in the script (stdin), not on the probe's command line
+    script = fleet.run(other, ['python3', '-', 'http://%s:%d' % (router.address, ROUTER_PORT)],
+                       input='key = %r\n' % ROUTER_KEY + API_PROBE, check=True).stdout
     out = json.loads(script)
     assert out['get_keyed'][0] == 200 and len(out['get_keyed'][1]['workers']) == 3, out  # not vacuous: it reaches it
     for name in ('get', 'post', 'post_bad_key', 'delete'):
@@ -428,7 +429,7 @@ def test_canary_that_fails_its_wait_stays_out_while_the_others_serve(deployed, i
 
 STREAM = r"""
 import http.client, json, sys, time
-host, port, key, tokens = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+host, port, tokens = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 conn = http.client.HTTPConnection(host, port, timeout=300)
 conn.request('POST', '/v1/completions', json.dumps({'model': 'kimi-k2.6', 'prompt': 'drain %f' % time.time(),
              'max_tokens': tokens, 'ignore_eos': True, 'stream': True}),
@@ -450,12 +451,12 @@ def test_sandboxed_router_drains_a_stream_on_sigterm(deployed, inventory):
     fleet = deployed
     router = fleet.hosts[3]
     tokens = 100  # x TOKEN_SECONDS = 10 s
-    proc = subprocess.Popen(fleet.ssh_command(router, ['python3', '-', '127.0.0.1', str(ROUTER_PORT), ROUTER_KEY,
-                                                       str(tokens)], 5),
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    script = '/root/llmops-test-stream.py'
+    # the key in the script (umask 077), not on its command line
+    fleet.run(router, 'umask 077; cat > %s' % script, input='key = %r\n' % ROUTER_KEY + STREAM, check=True)
+    proc = subprocess.Popen(fleet.ssh_command(router, ['python3', script, '127.0.0.1', str(ROUTER_PORT), str(tokens)], 5),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        proc.stdin.write(STREAM)
-        proc.stdin.close()
         time.sleep(3)
         began = time.time()
         fleet.run(router, 'systemctl stop sglang-router.service', check=True)
@@ -464,8 +465,9 @@ def test_sandboxed_router_drains_a_stream_on_sigterm(deployed, inventory):
     finally:
         if proc.poll() is None:
             proc.kill()
+            proc.wait()
         # back as it was: started, and its workers registered again (a router keeps them in memory)
-        fleet.run(router, 'systemctl start sglang-router.service', check=True)
+        fleet.run(router, 'rm -f %s; systemctl start sglang-router.service' % script, check=True)
         play(fleet, inventory, 'playbooks/router.yml')
     record = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
     print('\nstream through the router stopped after 3 s: %s; systemctl stop took %.1f s' % (record, stopped))

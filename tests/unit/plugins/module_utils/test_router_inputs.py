@@ -85,8 +85,8 @@ def test_flags_the_role_sets_are_refused_in_extra_args(arg, variable):
 
 
 def test_other_extra_args_pass():
-    assert router_problems(values(router_api_key=KEY, router_extra_args=['--max-concurrent-requests', '256',
-                                                                          '--disable-retries'])) == []
+    extra = ['--max-concurrent-requests', '256', '--disable-retries']
+    assert router_problems(values(router_api_key=KEY, router_extra_args=extra)) == []
 
 
 @pytest.mark.parametrize('var', ['router_user', 'router_group'])
