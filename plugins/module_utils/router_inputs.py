@@ -194,4 +194,3 @@ def router_problems(values):
         problems.add('router_log_level', level, 'expected one of %s' % ', '.join(LOG_LEVELS))
     extra_arg_problems(problems, get('router_extra_args', []))
     return list(problems)
-
