@@ -60,7 +60,9 @@ def write_inventory(fleet, root):
         json.dump(fleet.group_vars, handle)
     with open(os.path.join(root, "router.yml"), "w") as handle:
         json.dump({"all": {"children": {
-            "k26_servers": {"hosts": dict((h["name"], {}) for h in workers), "vars": {"sglang_host": "0.0.0.0"}},
+            # Keyed workers with the router's key (a router with a key registers them with it, docs/router.md).
+            "k26_servers": {"hosts": dict((h["name"], {}) for h in workers),
+                            "vars": {"sglang_host": "0.0.0.0", "sglang_api_key": ROUTER_KEY}},
             "k26_routers": {"hosts": {router["name"]: {}}, "vars": {
                 "router_port": ROUTER_PORT, "router_api_key": ROUTER_KEY,
                 "router_pip_find_links": ["{{ fleet_mirror_url }}/wheels/"],

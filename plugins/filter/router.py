@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: llmops.sglang contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters through which the router role and the drain-aware rollout apply module_utils/router_rotation.py."""
+"""Filters through which the router role and the drain-aware rollout apply module_utils/router_rotation.py and
+module_utils/router_inputs.py (the role's input rules)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -9,12 +10,21 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.llmops.sglang.plugins.module_utils.router_inputs import router_problems
 from ansible_collections.llmops.sglang.plugins.module_utils.router_rotation import (
     capacity,
     fleet_workers,
     in_flight,
     rotation_report,
 )
+
+
+def sglang_router_input_problems(values):
+    """Filter: the router role's variables by name -> one message per failed rule (empty list: all good)."""
+    if not isinstance(values, dict):
+        raise AnsibleFilterError('sglang_router_input_problems expects a dict of the role\'s variables, got %s'
+                                 % type(values).__name__)
+    return router_problems(values)
 
 
 def sglang_router_fleet_workers(hosts, hostvars, groups=None):
@@ -45,6 +55,7 @@ class FilterModule(object):
 
     def filters(self):
         return {
+            "sglang_router_input_problems": sglang_router_input_problems,
             "sglang_router_fleet_workers": sglang_router_fleet_workers,
             "sglang_in_flight": sglang_in_flight,
             "sglang_router_capacity": sglang_router_capacity,

@@ -28,6 +28,17 @@ options:
   api_key:
     description: The router's API key (C(--api-key)), sent as an C(Authorization) Bearer header. Never logged.
     type: str
+  worker_api_key:
+    description:
+      - The workers' API key (their C(sglang_api_key)), sent in the C(api_key) field of C(POST /workers) for every
+        worker this call adds. Never logged, never returned (the router's listing does not show it).
+      - sglang-router 0.3.2 then sends it on its own calls to that worker (its discovery of C(/server_info) and
+        C(/model_info), health checks); without it a keyed worker answers those 401, the router lists it with
+        C(model_id) C(unknown) and logs C(Adding worker ... without API key while router has API key configured)
+        (measured, docs/router.md).
+      - A worker already listed is left as it is (the key of a listed worker cannot be read back); the router role
+        restarts the router when its key changes, which registers every worker anew.
+    type: str
   workers:
     description: Worker URLs (V(http://HOST:PORT)) this task is about. Empty with O(state=listed).
     type: list
@@ -87,9 +98,11 @@ EXAMPLES = r"""
     state: absent
     wait: 30
 
-- name: Admit it again and wait until the router lists it
+- name: Admit it again (a keyed worker, with its key) and wait until the router lists it
   llmops.sglang.sglang_router_workers:
     url: http://127.0.0.1:30080
+    api_key: "{{ router_api_key }}"
+    worker_api_key: "{{ sglang_api_key }}"
     workers: [http://10.0.0.11:30000]
     state: present
     wait: 120
@@ -221,6 +234,7 @@ def main():
         argument_spec=dict(
             url=dict(type="str", required=True),
             api_key=dict(type="str", no_log=True),
+            worker_api_key=dict(type="str", no_log=True),
             workers=dict(type="list", elements="str", default=[]),
             state=dict(type="str", choices=["present", "absent", "listed"], default="listed"),
             prune=dict(type="bool", default=False),
@@ -244,7 +258,10 @@ def main():
             for url, worker_id in todo["remove"]:
                 router.call("DELETE", "/workers/" + quote(str(worker_id), safe=""))
             for url in todo["add"]:
-                router.call("POST", "/workers", {"url": url})
+                body = {"url": url}
+                if params["worker_api_key"]:
+                    body["api_key"] = params["worker_api_key"]
+                router.call("POST", "/workers", body)
         after = before
         if not module.check_mode:
             deadline = time.time() + max(0, params["wait"])

@@ -7,6 +7,12 @@ real completion, route check). Then, under a bounded load through the router (te
 short chat requests mixed with streams of LONG_TOKENS x TOKEN_SECONDS = 20 s): a rolling change of every worker host
 with zero failed or truncated responses and no request served by a loading worker; and a canary whose wait fails
 stays out of rotation while the other two serve the load, the rollout stopping before the next batch.
+
+Least privilege (issue 22): the role's defaults without a key are refused before anything changes on the host; the
+router runs as its own unprivileged user in a systemd sandbox (systemd-analyze security <= 3.0) with its key handed
+over by LoadCredential= (in no argv, environment or journal line); from another fleet host its worker API answers 401
+without the key and its Prometheus port is not reachable; the workers are keyed with the router's key and registered
+with it (listed with their model); it drains a stream on SIGTERM.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -18,6 +24,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 import time
 
@@ -40,6 +47,9 @@ TEST_ENV = {'SGLANG_STANDIN_PACE': '0.02', 'SGLANG_STANDIN_GPU': 'rtx_pro_6000',
             'SGLANG_STANDIN_TOKEN_SECONDS': str(TOKEN_SECONDS), 'SGLANG_STANDIN_REQUEST_LOG': REQUEST_LOG,
             'SGLANG_STANDIN_EVENT_LOG': EVENT_LOG, 'SGLANG_STANDIN_FAULT_FILE': FAULT_FILE}
 FLEET_SIZE = 4
+ROUTER_USER = 'sglang-router'
+SECRETS = '/var/lib/llmops-sglang/router/sglang-router.secrets'
+MAX_EXPOSURE = 3.0
 
 
 @pytest.fixture(scope='module')
@@ -73,8 +83,10 @@ def inventory(rfleet):
     path = os.path.join(root, 'router.yml')
     with open(path, 'w') as handle:
         json.dump({'all': {'children': {
-            # The router reaches the workers over the fleet network (the role's default binds 127.0.0.1).
-            'k26_servers': {'hosts': dict((h.name, {}) for h in workers), 'vars': {'sglang_host': '0.0.0.0'}},
+            # The router reaches the workers over the fleet network (the role's default binds 127.0.0.1); beyond
+            # loopback they have a key, the router's (the router registers them with it: POST /workers api_key).
+            'k26_servers': {'hosts': dict((h.name, {}) for h in workers),
+                            'vars': {'sglang_host': '0.0.0.0', 'sglang_api_key': ROUTER_KEY}},
             'k26_routers': {'hosts': {router.name: {}}, 'vars': {
                 'router_port': ROUTER_PORT, 'router_api_key': ROUTER_KEY,
                 'router_pip_find_links': ['{{ fleet_mirror_url }}/wheels/'],
@@ -83,6 +95,39 @@ def inventory(rfleet):
                 'router_health_check_interval_secs': 2, 'router_worker_wait': 60}}}}}, handle)
     yield root
     shutil.rmtree(root, ignore_errors=True)
+
+
+ROUTER_TRACES = ('getent passwd %s; getent group %s; ls -d /opt/sglang-router /etc/systemd/system/sglang-router.service '
+                 '/var/lib/llmops-sglang/router /usr/local/lib/llmops-sglang/router_launch.py 2>/dev/null; true'
+                 % (ROUTER_USER, ROUTER_USER))
+
+
+def test_the_role_defaults_without_a_key_are_refused_and_change_nothing(rfleet):
+    """A router host with the role's defaults (router_host 0.0.0.0, no router_api_key): refused before any change."""
+    fleet = rfleet
+    host = fleet.hosts[0]  # a host that never runs a router in this file
+    assert fleet.run(host, ROUTER_TRACES, check=True).stdout.strip() == ''
+    root = tempfile.mkdtemp(prefix='router-refused-')
+    try:
+        os.mkdir(os.path.join(root, 'group_vars'))
+        os.symlink(os.path.join(str(REPO_ROOT), 'inventories', 'local', 'group_vars', 'local_fleet.yml'),
+                   os.path.join(root, 'group_vars', 'local_fleet.yml'))
+        with open(os.path.join(root, 'router.yml'), 'w') as handle:
+            json.dump({'all': {'children': {'k26_routers': {'hosts': {host.name: {}}}}}}, handle)
+        result = fleet.playbook('playbooks/router.yml', {}, extra_args=['-i', root])
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    assert result.rc != 0, result
+    text = ' '.join(result.stdout.split())
+    assert 'fatal: [%s]' % host.name in result.stdout, result
+    # (the value's quotes depend on the result callback)
+    assert 'router_host=' in text and '0.0.0.0' in text, result
+    assert 'the router would listen beyond loopback with router_api_key empty' in text, result
+    assert 'Set router_api_key' in text, result
+    recap = result.stdout.split('PLAY RECAP')[-1]
+    assert re.search(r'%s\s*:\s*ok=\d+\s+changed=0\s.*failed=1' % re.escape(host.name), recap), recap
+    # nothing on the host: no user, no group, no venv, no unit, no secrets directory, no launcher
+    assert fleet.run(host, ROUTER_TRACES, check=True).stdout.strip() == ''
 
 
 def play(fleet, inventory, playbook, check_rc=True, **extra_vars):
@@ -134,24 +179,103 @@ def test_router_runs_with_the_key_off_its_command_line_and_lists_every_worker(de
     fleet = deployed
     router = fleet.hosts[3]
     assert rotation(fleet) == worker_urls(fleet)
+    # the traces the refusal test looks for are all there on a real router host (that test's checks see them)
+    traces = fleet.run(router, ROUTER_TRACES, check=True).stdout
+    assert traces.count('\n') >= 6 and ROUTER_USER in traces, traces
     pid = fleet.run(router, 'systemctl show -p MainPID --value sglang-router.service', check=True).stdout.strip()
+    assert pid not in ('', '0')
+    # it runs as its own unprivileged user, with no capability
+    uid = fleet.run(router, 'id -u %s' % ROUTER_USER, check=True).stdout.strip()
+    status = fleet.run(router, 'cat /proc/%s/status' % pid, check=True).stdout
+    assert uid != '0' and re.search(r'^Uid:\s+%s\s+%s\s+%s\s+%s$' % (uid, uid, uid, uid), status, re.M), status
+    assert re.search(r'^CapEff:\s+0+$', status, re.M) and re.search(r'^NoNewPrivs:\s+1$', status, re.M), status
     cmdline = fleet.run(router, 'tr "\\0" " " < /proc/%s/cmdline' % pid, check=True).stdout
     assert cmdline and ROUTER_KEY not in cmdline
     assert ROUTER_KEY not in fleet.run(router, 'cat /proc/%s/environ' % pid, check=True).stdout
     journal = fleet.run(router, 'journalctl -u sglang-router.service -o verbose --all --no-pager', check=True).stdout
     assert 'Starting router on' in journal and ROUTER_KEY not in journal
-    assert fleet.run(router, 'stat -c %a /etc/sglang-router/sglang-router.secrets', check=True).stdout.strip() == '600'
+    # the workers were registered with their key: the router's discovery calls to them passed (0.3.2 otherwise logs
+    # "Adding worker ... without API key" and lists model_id "unknown")
+    assert 'Adding worker' not in journal and 'without API key' not in journal
+    status_code, answer = router_call(fleet, 'GET', '/workers')
+    assert status_code == 200 and [w['model_id'] for w in answer['workers']] == [MODEL] * 3, answer
+    assert ROUTER_KEY not in json.dumps(answer)
+    # the key's file: root only, not readable by the router's user (systemd hands it over)
+    assert fleet.run(router, 'stat -c "%U:%G %a" {0} $(dirname {0})'.format(SECRETS), check=True).stdout.split() == \
+        ['root:root', '600', 'root:root', '700']
+    denied = fleet.run(router, 'runuser -u %s -- cat %s' % (ROUTER_USER, SECRETS))
+    assert denied.returncode != 0 and 'Permission denied' in denied.stderr, denied
+    assert fleet.run(router, 'test -e /etc/sglang-router/sglang-router.secrets').returncode == 1
     # without the key the router refuses its clients
     conn = http.client.HTTPConnection(router.address, ROUTER_PORT, timeout=30)
     conn.request('GET', '/workers')
     assert conn.getresponse().status == 401
-    # its Prometheus endpoint
+    # its Prometheus endpoint: on loopback (the role's default)
     assert 'smg_' in fleet.run(router, 'python3 -c "import urllib.request as u; print(u.urlopen(\'http://127.0.0.1:29000/metrics\').read().decode())"',
                                check=True).stdout
     # a second run changes nothing (no restart of the router, no re-registration)
     again = play(fleet, inventory, 'playbooks/router.yml')
     assert 'changed=0' in again.stdout.split('PLAY RECAP')[-1], again
     assert fleet.run(router, 'systemctl show -p MainPID --value sglang-router.service', check=True).stdout.strip() == pid
+
+
+def test_router_unit_sandbox_exposure_is_at_most_3(deployed):
+    fleet = deployed
+    out = fleet.run(fleet.hosts[3], 'systemd-analyze security --no-pager sglang-router.service', check=True).stdout
+    match = re.search(r'Overall exposure level for sglang-router\.service: ([0-9.]+) (\S+)', out)
+    assert match, out
+    print('\nsystemd-analyze security sglang-router.service: %s %s' % match.groups())
+    assert float(match.group(1)) <= MAX_EXPOSURE, out
+
+
+# Run on another fleet host (a worker host: neither the router host nor the controller): each request's status.
+API_PROBE = r"""
+import json, sys, urllib.request, urllib.error
+base = sys.argv[1]
+def call(method, path, body=None, key=None):
+    headers = {'Content-Type': 'application/json'}
+    if key:
+        headers['Authorization'] = 'Bearer ' + key
+    data = json.dumps(body).encode() if body is not None else None
+    try:
+        response = urllib.request.urlopen(urllib.request.Request(base + path, data=data, method=method, headers=headers),
+                                          timeout=10)
+        return response.status, json.loads(response.read().decode() or 'null')
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()[:200]
+    except OSError as err:
+        return None, str(err)
+out = {}
+out['get_keyed'] = call('GET', '/workers', key=key)
+victim = out['get_keyed'][1]['workers'][0]['id']
+out['get'] = call('GET', '/workers')
+out['post'] = call('POST', '/workers', {'url': 'http://203.0.113.7:30001'})
+out['post_bad_key'] = call('POST', '/workers', {'url': 'http://203.0.113.7:30001'}, key='not-the-key')
+out['delete'] = call('DELETE', '/workers/' + victim)
+out['victim'] = victim
+print(json.dumps(out))
+"""
+
+
+def test_worker_api_refuses_another_host_without_the_key(deployed):
+    fleet = deployed
+    router, other = fleet.hosts[3], fleet.hosts[0]
+    _s, before = router_call(fleet, 'GET', '/workers')
+    # the key in the script (stdin), not on the probe's command line
+    script = fleet.run(other, ['python3', '-', 'http://%s:%d' % (router.address, ROUTER_PORT)],
+                       input='key = %r\n' % ROUTER_KEY + API_PROBE, check=True).stdout
+    out = json.loads(script)
+    assert out['get_keyed'][0] == 200 and len(out['get_keyed'][1]['workers']) == 3, out  # not vacuous: it reaches it
+    for name in ('get', 'post', 'post_bad_key', 'delete'):
+        assert out[name][0] == 401, (name, out)
+    time.sleep(3)  # the router adds and removes workers in the background: a change would show by now
+    _s, after = router_call(fleet, 'GET', '/workers')
+    assert sorted((w['id'], w['url']) for w in after['workers']) == sorted((w['id'], w['url']) for w in before['workers'])
+    assert out['victim'] in [w['id'] for w in after['workers']]
+    # the router's Prometheus endpoint is not reachable from there (router_prometheus_host: 127.0.0.1 by default)
+    probe = fleet.run(other, ['python3', '-c', 'import socket; socket.create_connection((%r, 29000), timeout=5)'
+                              % router.address])
+    assert probe.returncode != 0 and 'Connection refused' in probe.stderr, probe
 
 
 # ---- under load ---------------------------------------------------------------------------------------------
@@ -300,4 +424,55 @@ def test_canary_that_fails_its_wait_stays_out_while_the_others_serve(deployed, i
         # clean up: no fault, the canary back on the configuration the others serve, and in rotation again
         fleet.run(canary, 'rm -f %s %s.count' % (FAULT_FILE, FAULT_FILE), check=True)
         play(fleet, inventory, 'playbooks/deploy_k26.yml', sglang_env=dict(TEST_ENV, LLMOPS_TEST_ROLL='1'))
+    assert rotation(fleet) == worker_urls(fleet)
+
+
+STREAM = r"""
+import http.client, json, sys, time
+host, port, tokens = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+conn = http.client.HTTPConnection(host, port, timeout=300)
+conn.request('POST', '/v1/completions', json.dumps({'model': 'kimi-k2.6', 'prompt': 'drain %f' % time.time(),
+             'max_tokens': tokens, 'ignore_eos': True, 'stream': True}),
+             {'Content-Type': 'application/json', 'Authorization': 'Bearer ' + key})
+response = conn.getresponse()
+events, done = 0, False
+for line in response:
+    line = line.strip()
+    if line == b'data: [DONE]':
+        done = True
+    elif line.startswith(b'data:'):
+        events += 1
+print(json.dumps({'status': response.status, 'events': events, 'done': done}))
+"""
+
+
+def test_sandboxed_router_drains_a_stream_on_sigterm(deployed, inventory):
+    """A 10 s stream through the router; `systemctl stop` 3 s in: the stream ends with [DONE], the stop waited."""
+    fleet = deployed
+    router = fleet.hosts[3]
+    tokens = 100  # x TOKEN_SECONDS = 10 s
+    script = '/root/llmops-test-stream.py'
+    # the key in the script (umask 077), not on its command line
+    fleet.run(router, 'umask 077; cat > %s' % script, input='key = %r\n' % ROUTER_KEY + STREAM, check=True)
+    proc = subprocess.Popen(fleet.ssh_command(router, ['python3', script, '127.0.0.1', str(ROUTER_PORT), str(tokens)], 5),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(3)
+        began = time.time()
+        fleet.run(router, 'systemctl stop sglang-router.service', check=True)
+        stopped = time.time() - began
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        # back as it was: started, and its workers registered again (a router keeps them in memory)
+        fleet.run(router, 'rm -f %s; systemctl start sglang-router.service' % script, check=True)
+        play(fleet, inventory, 'playbooks/router.yml')
+    record = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
+    print('\nstream through the router stopped after 3 s: %s; systemctl stop took %.1f s' % (record, stopped))
+    assert record.get('status') == 200 and record.get('done') and record.get('events', 0) >= tokens, (record, err)
+    assert stopped >= 3, stopped  # the stop waited for the stream
+    journal = fleet.run(router, 'journalctl -u sglang-router.service --no-pager --since -5min', check=True).stdout
+    assert 'starting graceful shutdown' in journal
     assert rotation(fleet) == worker_urls(fleet)
