@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the server role does next, decided from the host's state, not from what this run changed. Pure, no I/O.
 
-The host keeps the configuration that last answered a real completion under ``/var/lib/llmops-sglang/<name>/last-good`` (unit,
+The host keeps the configuration that last answered a real completion under ``/var/lib/llmops-sglang/server/<name>/last-good`` (unit,
 environment, secrets, package pins). The role compares the configuration it leaves on the host with that copy
 (``sglang_info``'s ``last_good``) and with the running process (``started_at`` against the files' mtimes), then:
 

@@ -86,7 +86,7 @@ EXAMPLES = r"""
       - unit: sglang-k26.service
         files: {unit: /etc/systemd/system/sglang-k26.service, env: /etc/sglang/sglang-k26.env,
                 secrets.env: /etc/sglang/sglang-k26.secrets.env}
-        last_good_dir: /var/lib/llmops-sglang/sglang-k26/last-good
+        last_good_dir: /var/lib/llmops-sglang/server/sglang-k26/last-good
         mtimes: [/etc/systemd/system/sglang-k26.service, /etc/sglang/sglang-k26.env]
     venvs: [/opt/sglang/venv]
     apt_packages: [python3-dev, "python{python_major_minor}-dev"]

@@ -132,7 +132,7 @@ EXAMPLES = r"""
     environment: ['CUDA_VISIBLE_DEVICES="0,1,2,3,4,5,6,7"']
     venv: /opt/sglang/venv
     model_path: /models/Kimi-K2.6
-    cache_path: /var/lib/llmops-sglang/sglang-k26/checkpoint-verified.json
+    cache_path: /var/lib/llmops-sglang/server/sglang-k26/checkpoint-verified.json
     waive: [persistence_mode]
   register: preflight
 

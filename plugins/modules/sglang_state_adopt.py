@@ -63,9 +63,9 @@ EXAMPLES = r"""
   llmops.sglang.sglang_state_adopt:
     moves:
       - src: /var/lib/sglang/sglang-k26/last-good
-        dest: /var/lib/llmops-sglang/sglang-k26/last-good
+        dest: /var/lib/llmops-sglang/server/sglang-k26/last-good
       - src: /var/lib/sglang/sglang-k26/.preflight/checkpoint-verified.json
-        dest: /var/lib/llmops-sglang/sglang-k26/checkpoint-verified.json
+        dest: /var/lib/llmops-sglang/server/sglang-k26/checkpoint-verified.json
 """
 
 RETURN = r"""

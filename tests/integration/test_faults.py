@@ -42,7 +42,7 @@ class Faulty:
         self.events = '/var/tmp/%s.events.jsonl' % name
         self.state_dir = '/var/lib/sglang/' + name
         # root's own state of the instance: last-good (docs/security.md)
-        self.control_dir = '/var/lib/llmops-sglang/' + name
+        self.control_dir = '/var/lib/llmops-sglang/server/' + name
 
     def vars(self, fault=None, pace='0.01', **overrides):
         env = {'SGLANG_STANDIN_PACE': pace, 'SGLANG_STANDIN_EVENT_LOG': self.events}

@@ -57,9 +57,9 @@ def test_the_service_user_cannot_make_root_run_its_unit_and_the_rollback_still_r
     units.append(unit)
     good = fleet.playbook(PLAYBOOK, service_vars(target, unit, port))
     assert good.rc == 0, good
-    control = '/var/lib/llmops-sglang/' + unit
-    assert fleet.run(target, 'stat -c "%%U:%%G %%a" /var/lib/llmops-sglang %s %s/last-good' % (control, control),
-                     check=True).stdout.split() == ['root:root', '700'] * 3
+    control = '/var/lib/llmops-sglang/server/' + unit
+    assert fleet.run(target, 'stat -c "%%U:%%G %%a" /var/lib/llmops-sglang /var/lib/llmops-sglang/server %s %s/last-good'
+                     % (control, control), check=True).stdout.split() == ['root:root', '700'] * 4
     fleet.run(target, 'test -f %s/last-good/unit && test ! -e %s/last-good' % (control, state), check=True)
     # The service user can neither read nor rename anything there: the attack of the issue has nothing to move.
     denied = as_service_user(fleet, target, 'ls %s || mv %s/last-good /tmp/lg || touch %s/x' % (control, control, control),
@@ -85,7 +85,7 @@ def test_an_older_layout_moves_over_and_stays_the_rollback_target(secured):
     units.append(unit)
     good = fleet.playbook(PLAYBOOK, service_vars(target, unit, port))
     assert good.rc == 0, good
-    control = '/var/lib/llmops-sglang/' + unit
+    control = '/var/lib/llmops-sglang/server/' + unit
     saved = fleet.run(target, 'cat %s/last-good/unit' % control, check=True).stdout
     # The layout of releases before 0.2.0: last-good (root's, 0700) inside the service user's state directory.
     fleet.run(target, 'mv %s/last-good %s/last-good && rm -rf %s' % (control, state, control), check=True)
@@ -104,7 +104,7 @@ def test_an_older_layout_whose_last_good_was_forged_is_never_installed(secured):
     units.append(unit)
     good = fleet.playbook(PLAYBOOK, service_vars(target, unit, port))
     assert good.rc == 0, good
-    control = '/var/lib/llmops-sglang/' + unit
+    control = '/var/lib/llmops-sglang/server/' + unit
     fleet.run(target, 'mv %s/last-good %s/last-good && rm -rf %s' % (control, state, control), check=True)
     forge_last_good(fleet, target, state)  # exactly the issue's attack on the old layout
     bad = fleet.playbook(PLAYBOOK, service_vars(target, unit, port, sglang_env=CRASH))

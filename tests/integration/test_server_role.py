@@ -156,9 +156,9 @@ def test_secrets_stay_secret(fleet, standin_host):
     assert key not in environ and 'SGLANG_API_KEY' not in environ, 'the key is in a process environment of %s' % unit
     # Only root-only files hold them: the EnvironmentFiles and the last-known-good copy.
     holders = fleet.run(target, 'grep -rl -- %s /etc /var/lib' % key, check=True).stdout.split()
-    assert sorted(holders) == ['/etc/sglang/sglang-t6.secrets.env', '/var/lib/llmops-sglang/sglang-t6/last-good/secrets.env']
+    assert sorted(holders) == ['/etc/sglang/sglang-t6.secrets.env', '/var/lib/llmops-sglang/server/sglang-t6/last-good/secrets.env']
     modes = fleet.run(target, 'stat -c "%a %U" /etc/sglang/sglang-t6.env /etc/sglang/sglang-t6.secrets.env '
-                              '/var/lib/llmops-sglang/sglang-t6/last-good /var/lib/llmops-sglang/sglang-t6/last-good/secrets.env',
+                              '/var/lib/llmops-sglang/server/sglang-t6/last-good /var/lib/llmops-sglang/server/sglang-t6/last-good/secrets.env',
                       check=True).stdout.split('\n')
     assert modes[:4] == ['600 root', '600 root', '700 root', '600 root'], modes
     # The key is enforced (a request without it is refused) and works when given.
