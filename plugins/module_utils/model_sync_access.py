@@ -243,11 +243,11 @@ def known_hosts_text(given, peers):
 def ssh_options_problem(options):
     """Why ``ssh_options`` may not be used (it changes host key checking), or None."""
     for index, option in enumerate(options or []):
-        text = option.lower().replace(' ', '')
+        text = option.strip().lower()
         previous = (options[index - 1] if index else '').strip()
         if previous == '-o' or text.startswith('-o'):
-            name = text[2:] if text.startswith('-o') else text
-            if name.split('=', 1)[0] in HOST_KEY_OPTIONS:
+            name = text[2:].strip() if text.startswith('-o') else text
+            if re.split(r'[=\s]', name, 1)[0] in HOST_KEY_OPTIONS:
                 return ('%r: host key checking is fixed (StrictHostKeyChecking=yes against the role\'s known_hosts); '
                         'give the peers\' keys in sglang_model_source.known_hosts instead' % option)
     return None
@@ -298,7 +298,7 @@ def ssh_failure(rc, stderr):
     """Why an ssh to a peer failed, in a few words an operator can act on (the peer's name is added by the caller)."""
     text = (stderr or '').strip()
     if 'REMOTE HOST IDENTIFICATION HAS CHANGED' in text or 'Host key verification failed' in text:
-        if 'No ' in text and 'host key is known' in text:
+        if re.search(r'No \S+ host key is known for', text):
             return 'its host key is not known (StrictHostKeyChecking=yes): refused, nothing read from it'
         return 'its host key does not match the known one (StrictHostKeyChecking=yes): refused, nothing read from it'
     if 'Permission denied' in text:

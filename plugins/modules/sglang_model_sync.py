@@ -540,8 +540,8 @@ def main():
                                                             'not ready after %ds' % params['peer_wait'])
                 result['fallback'] = '%s: %s' % (row['source'], why)
                 if not params['mirror']:
-                    failed('The peer %s that was to serve version %s %s, and sglang_model_source.mirror is not '
-                           'set.' % (row['source'], params['version'], why))
+                    failed('The peer %s that was to serve version %s was not used: %s; and '
+                           'sglang_model_source.mirror is not set.' % (row['source'], params['version'], why))
                 source = result['source'] = 'mirror'
                 break
             time.sleep(params['poll_interval'])

@@ -35,6 +35,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+import yaml
 
 from model_mirror import Mirror  # tests/model_mirror.py (tests/ is on sys.path through tests/conftest.py)
 
@@ -182,7 +183,10 @@ def run_module(fleet, host, args):
     """llmops.sglang.sglang_model_sync run ad hoc on a host -> its result (failed ones too)."""
     result = fleet.ansible(host.name, 'llmops.sglang.sglang_model_sync', args, timeout=300)
     assert ' => ' in result.stdout, result
-    return json.loads(result.stdout.split(' => ', 1)[1])
+    head, body = result.stdout.split(' => ', 1)
+    out = yaml.safe_load(body)  # the result, as the callback prints it (YAML or JSON)
+    out['failed'] = 'FAILED!' in head
+    return out
 
 
 def test_three_hosts_one_mirror_peers_serve_an_interrupted_transfer_resumes(fleet, serving, mirror, checkpoint,
@@ -302,8 +306,9 @@ def the_sync_account_reads_only_the_model_tree(fleet, first, second):
                 (None, 'no command given')]:
             out = peer_ssh(fleet, second, first, request)
             assert out.returncode == 2 and out.stdout == '' and why in out.stderr, (request, out)
+        # a terminal: `restrict` refuses the pty, and ssh -tt gives up (no shell, no forced command either)
         shell = peer_ssh(fleet, second, first, None, more=['-tt'])
-        assert 'root:' not in shell.stdout and 'no command given' in shell.stdout + shell.stderr, shell
+        assert shell.returncode == 255 and shell.stdout == '' and 'PTY allocation request failed' in shell.stderr, shell
     finally:
         fleet.run(first, 'rm -rf {v}/escape {v}/up {s}'.format(v=VERSION_DIR, s=VERSIONS + '/.staging-x'), check=True)
     out = fleet.run(first, 'find / -xdev -user {u} 2>/dev/null; for p in {vs} {v} {v}/config.json {paths} '
