@@ -4,7 +4,7 @@
 """Who may read what during a peer model sync, and which host keys are known. No I/O, standard library only.
 
 Peer transfers (docs/model-sync.md, "Security") run as a dedicated account on the peer (default ``sglang-sync``)
-whose authorized_keys entries force one command, the role's ``llmops-sglang-sync-serve``
+whose authorized_keys entries force one command, the role's ``llmops_sglang_sync_serve.py``
 (roles/server/files/). That script reads SSH_ORIGINAL_COMMAND and asks ``parse_request`` here whether it is one of
 the two requests the module sends:
 

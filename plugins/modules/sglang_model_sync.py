@@ -20,7 +20,7 @@ description:
     version; nothing is transferred.
   - B(Sources.) From the mirror O(mirror) (an HTTP directory, C(MIRROR/FILE) for each manifest file) or from a host
     of O(peers) that has the version already, over SSH as O(ssh_user) with the key O(ssh_key). On the peer that
-    account runs nothing but the role's forced command C(llmops-sglang-sync-serve), which answers two requests,
+    account runs nothing but the role's forced command C(llmops_sglang_sync_serve.py), which answers two requests,
     C(state VERSION_DIR) and C(read OFFSET FILE) (it seeks past the bytes already here, so a resumed file is not
     read again), for files inside the peer's versions directories only (module_utils/model_sync_access.py).
   - B(Host keys.) Every connection uses C(StrictHostKeyChecking=yes) against O(known_hosts) only. A peer whose key
@@ -29,7 +29,7 @@ description:
     different source, nothing read from that peer) or fails if there is no mirror. O(ssh_options) may not change
     host key checking.
   - B(Ownership.) Root writes only through paths that root (or the user the module runs as) owns and nobody else
-    can write: the versions directory and its parents, the staging directory, the progress file's directory and
+    can write. The versions directory and its parents, the staging directory, the progress file's directory and
     O(known_hosts) are checked (resolved, then each component with C(lstat)) before anything is written, and the
     module fails naming the path otherwise. The directories it creates are 0755, the files 0644.
     Which source, and when, is decided by module_utils/model_sync.py from O(peers); hosts sync in waves, every host
@@ -177,8 +177,8 @@ wave:
   type: int
 fallback:
   description:
-    - Why the assigned peer was not used, empty when it was; C(PEER: reason), for example its own sync failed, the
-      wait ran out, its host key is not in O(known_hosts) or does not match, it refused the request.
+    - "Why the assigned peer was not used, empty when it was: C(PEER: reason), for example its own sync failed,
+      the wait ran out, its host key is not in O(known_hosts) or does not match, it refused the request."
   returned: always
   type: str
   sample: "gpu-01: its host key does not match the known one (StrictHostKeyChecking=yes): refused, nothing read from it"

@@ -174,8 +174,8 @@ def journal(fleet, host, since):
 def peer_ssh(fleet, client, server, request, more=()):
     """From ``client`` as root: the sync account's ssh to ``server``, as the module makes it (its key, known_hosts)."""
     argv = ['ssh', '-i', SYNC_KEY, '-o', 'BatchMode=yes', '-o', 'StrictHostKeyChecking=yes', '-o',
-            'UserKnownHostsFile=' + KNOWN_HOSTS, '-o', 'GlobalKnownHostsFile=/dev/null'] + list(more) + [
-            '-l', SYNC_USER, server.address] + ([request] if request is not None else [])
+            'UserKnownHostsFile=' + KNOWN_HOSTS, '-o', 'GlobalKnownHostsFile=/dev/null']
+    argv += list(more) + ['-l', SYNC_USER, server.address] + ([request] if request is not None else [])
     return fleet.run(client, shlex.join(argv) + ' </dev/null')
 
 
@@ -253,6 +253,7 @@ def test_three_hosts_one_mirror_peers_serve_an_interrupted_transfer_resumes(flee
     peer_access_is_the_sync_account_only(fleet, hosts, manifest, since)
     the_sync_account_reads_only_the_model_tree(fleet, hosts[0], hosts[1])
     unknown_or_changed_host_keys_are_refused(fleet, hosts, mirror, manifest)
+    a_versions_directory_the_service_user_could_change_is_refused(fleet, hosts[2], mirror, manifest)
 
 
 def peer_access_is_the_sync_account_only(fleet, hosts, manifest, since):
@@ -269,7 +270,7 @@ def peer_access_is_the_sync_account_only(fleet, hosts, manifest, since):
         root_keys, sync_keys = rest.split('===\n')
         assert not any(key in root_keys for key in keys.values()), (host.name, 'a sync key is in root\'s authorized_keys')
         for other in hosts:
-            line = 'restrict,command="/usr/local/lib/llmops-sglang-sync/llmops-sglang-sync-serve" ssh-ed25519 %s ' \
+            line = 'restrict,command="/usr/bin/python3 -I /usr/local/lib/llmops-sglang-sync/llmops_sglang_sync_serve.py" ssh-ed25519 %s ' \
                    'llmops-sglang-sync:%s' % (keys[other.name], other.name)
             assert (line in sync_keys) == (other is not host), (host.name, other.name, sync_keys)
     for host in hosts:
@@ -313,7 +314,7 @@ def the_sync_account_reads_only_the_model_tree(fleet, first, second):
         fleet.run(first, 'rm -rf {v}/escape {v}/up {s}'.format(v=VERSION_DIR, s=VERSIONS + '/.staging-x'), check=True)
     out = fleet.run(first, 'find / -xdev -user {u} 2>/dev/null; for p in {vs} {v} {v}/config.json {paths} '
                            '/var/lib/llmops-sglang-sync/.ssh /var/lib/llmops-sglang-sync/.ssh/authorized_keys '
-                           '/etc/llmops-sglang-sync/roots.d /usr/local/lib/llmops-sglang-sync/llmops-sglang-sync-serve; '
+                           '/etc/llmops-sglang-sync/roots.d /usr/local/lib/llmops-sglang-sync/llmops_sglang_sync_serve.py; '
                            'do runuser -u {u} -- test -w $p && echo writable $p; done; '
                            'runuser -u {u} -- cat {key} >/dev/null 2>&1 && echo key readable; '
                            'runuser -u {u} -- test -r {v}/config.json && echo control readable; true'.format(
@@ -375,3 +376,22 @@ def unknown_or_changed_host_keys_are_refused(fleet, hosts, mirror, manifest):
     assert known['transferred_bytes'] == {first.name: total}, known
     log = journal(fleet, first, since)
     assert 'Accepted publickey for %s from %s ' % (SYNC_USER, second.address) in log, log
+
+
+def a_versions_directory_the_service_user_could_change_is_refused(fleet, host, mirror, manifest):
+    """The service user (sglang) given the versions directory: the sync refuses to write through it, before anything
+    is fetched, naming the path; given back to root, the same sync runs (the control)."""
+    url = 'http://%s:%d' % (urlsplit(host.mirror_url).hostname, mirror.port)
+    args = {'dest': VERSIONS + '/v3', 'version': 'v3', 'manifest': manifest, 'host': host.name, 'mirror': url}
+    sent = dict((name, list(mirror.sent.get(name, []))) for name in manifest)
+    fleet.run(host, 'chown sglang %s' % VERSIONS, check=True)
+    try:
+        refused = run_module(fleet, host, args)
+    finally:
+        fleet.run(host, 'chown root %s' % VERSIONS, check=True)
+    assert refused['failed'] and 'Refusing to write through %s (the versions directory)' % VERSIONS in refused['msg'] \
+        and 'belongs to uid' in refused['msg'], refused
+    assert dict((name, mirror.sent.get(name, [])) for name in manifest) == sent, 'something was fetched'
+    assert fleet.run(host, 'test -e %s/.staging-v3' % VERSIONS).returncode != 0
+    synced = run_module(fleet, host, args)
+    assert not synced['failed'] and synced['source'] == 'mirror', synced

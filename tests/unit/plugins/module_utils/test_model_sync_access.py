@@ -28,8 +28,8 @@ def test_a_read_and_a_state_request_inside_a_served_versions_directory_are_accep
         'op': 'read', 'root': '/models/k26.versions', 'parts': ['v1', 'model-00001-of-00064.safetensors'],
         'offset': 300001}
     assert access.parse_request('read 0 %s/sub/tokenizer.json' % V, ROOTS)['parts'] == ['v1', 'sub', 'tokenizer.json']
-    assert access.parse_request('state ' + V, ROOTS) == {'op': 'state', 'root': '/models/k26.versions',
-                                                          'parts': ['v1'], 'offset': 0}
+    assert access.parse_request('state ' + V, ROOTS) == {
+        'op': 'state', 'root': '/models/k26.versions', 'parts': ['v1'], 'offset': 0}
 
 
 @pytest.mark.parametrize('text, why', [
@@ -170,7 +170,7 @@ def test_the_user_the_module_runs_as_is_trusted_too():
 
 
 def test_authorized_keys_keep_other_lines_replace_ours_and_restrict_each_to_the_forced_command():
-    command = '/usr/local/lib/llmops-sglang-sync/llmops-sglang-sync-serve'
+    command = '/usr/bin/python3 -I /usr/local/lib/llmops-sglang-sync/llmops_sglang_sync_serve.py'
     before = '\n'.join(['ssh-ed25519 %s admin@laptop' % ED2,
                         'restrict,command="%s" ssh-ed25519 %s llmops-sglang-sync:gpu-02' % (command, ED2),
                         'restrict,command="%s" ssh-ed25519 %s llmops-sglang-sync:gpu-07' % (command, ED2), ''])

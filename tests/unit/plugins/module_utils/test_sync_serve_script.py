@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""roles/server/files/llmops-sglang-sync-serve (the sync account's forced command) on a real directory tree: it
+"""roles/server/files/llmops_sglang_sync_serve.py (the sync account's forced command) on a real directory tree: it
 serves a complete version's file from an offset, answers state, and refuses a symlink anywhere below the versions
 directory, an incomplete version, and a request the rules refuse. The fleet test runs it behind sshd."""
 
@@ -16,7 +16,7 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, '..', '..', '..', '..'))
-SCRIPT = os.path.join(ROOT, 'roles', 'server', 'files', 'llmops-sglang-sync-serve')
+SCRIPT = os.path.join(ROOT, 'roles', 'server', 'files', 'llmops_sglang_sync_serve.py')
 
 
 @pytest.fixture

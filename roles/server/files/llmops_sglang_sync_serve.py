@@ -1,8 +1,9 @@
-#!/usr/bin/python3 -I
 # -*- coding: utf-8 -*-
 # Copyright: llmops.sglang contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The only command the model sync account runs (its authorized_keys: restrict,command="THIS"); docs/model-sync.md.
+"""The only command the model sync account runs; docs/model-sync.md. Its authorized_keys lines are
+restrict,command="/usr/bin/python3 -I /usr/local/lib/llmops-sglang-sync/llmops_sglang_sync_serve.py" (-I: no
+PYTHON* environment, no user site, not even this directory on sys.path until the line below puts it there).
 
 Installed by the server role (tasks/model_sync_access.yml), root-owned, next to model_sync_access.py (the
 collection's plugins/module_utils/model_sync_access.py, which decides whether a request is allowed). Answers:
@@ -21,7 +22,7 @@ import syslog
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from model_sync_access import MARKER_NAME, FAILED_NAME, STAGING_PREFIX, Refused, parse_request, parse_roots  # noqa: E402 pylint: disable=wrong-import-position
+from model_sync_access import MARKER_NAME, FAILED_NAME, STAGING_PREFIX, Refused, parse_request, parse_roots  # noqa: E402 pylint: disable=wrong-import-position,import-error
 
 ROOTS = '/etc/llmops-sglang-sync/roots.d'
 CHUNK = 1 << 20
