@@ -6,8 +6,10 @@
 Part of `make bench` (bench/cli.py calls run_model_sync on the benchmark's fleet, page.py renders the section).
 On the fleet's first two hosts, llmops.sglang.sglang_model_sync runs the way the server role runs it (`ansible HOST
 -m ...`, so the figures include Ansible's own cost) on a generated checkpoint of TOTAL_MIB in SHARDS safetensors
-files: the first host from an HTTP mirror on its outer address, the second from the first (ssh + tail), then the
-second again (already present: the marker, nothing moves). Then bench/checkpoint_verify.py's gate runs on the
+files: the first host from an HTTP mirror on its outer address, the second from the first (ssh as the sync account,
+whose forced command reads from the offset; the server role's tasks/model_sync_access.yml sets up the account, the
+keys and the known host keys on both first, as for a real sync), then the second again (already present: the
+marker, nothing moves). Then bench/checkpoint_verify.py's gate runs on the
 controller: cold (page cache evicted, no digest cache) and warm (digests cached by size and mtime).
 """
 
@@ -31,7 +33,30 @@ from .common import COLLECTIONS, log
 __metaclass__ = type  # pylint: disable=invalid-name
 
 DEST = '/var/tmp/bench-model.versions/v1'
-PEER_KEY = '/root/.ssh/bench_sync_key'
+# What the role's peer access set-up leaves on the two hosts (removed afterwards).
+SYNC_LEFTOVERS = ('userdel sglang-sync; rm -rf /var/lib/llmops-sglang/model-sync /var/lib/llmops-sglang-sync '
+                  '/usr/local/lib/llmops-sglang-sync /etc/llmops-sglang-sync')
+ACCESS_PLAY = '''- name: Peer access for the model sync bench (the server role's own tasks)
+  hosts: "{hosts}"
+  gather_facts: false
+  vars:
+    sglang_service_name: bench-sync
+    sglang_model_path: /var/tmp/bench-model
+    sglang_model_source: {{version: v1, versions_dir: /var/tmp/bench-model.versions}}
+    __sglang_sync_user: sglang-sync
+    __sglang_sync_dir: /var/lib/llmops-sglang/model-sync
+    __sglang_sync_key: /var/lib/llmops-sglang/model-sync/id_ed25519
+    __sglang_sync_known_hosts: /var/lib/llmops-sglang/model-sync/known_hosts
+    __sglang_sync_home: /var/lib/llmops-sglang-sync
+    __sglang_sync_serve_dir: /usr/local/lib/llmops-sglang-sync
+    __sglang_sync_roots_dir: /etc/llmops-sglang-sync/roots.d
+    __sglang_sync_peers: "{{{{ ansible_play_hosts_all }}}}"
+  tasks:
+    - name: The role's peer access tasks
+      ansible.builtin.include_role:
+        name: llmops.sglang.server
+        tasks_from: model_sync_access
+'''
 
 
 class _Quiet(SimpleHTTPRequestHandler):
@@ -39,9 +64,25 @@ class _Quiet(SimpleHTTPRequestHandler):
         pass
 
 
+def _env():
+    return dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_HOST_KEY_CHECKING='False',
+                ANSIBLE_CALLBACK_RESULT_FORMAT='json', ANSIBLE_NOCOLOR='1')
+
+
+def _peer_access(inventory, work, hosts):
+    """The sync account, each host's key authorized on the other, the known host keys: the role's own tasks."""
+    play = os.path.join(work, 'access.yml')
+    with open(play, 'w') as handle:
+        handle.write(ACCESS_PLAY.format(hosts=','.join(hosts)))
+    playbook = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+    done = subprocess.run([playbook, '-i', inventory, play], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit('model sync bench: peer access set-up failed: %s' % done.stdout[-3000:])
+
+
 def _module(inventory, host, args):
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_HOST_KEY_CHECKING='False',
-               ANSIBLE_CALLBACK_RESULT_FORMAT='json', ANSIBLE_NOCOLOR='1')
+    env = _env()
     ansible = os.path.join(os.path.dirname(sys.executable), 'ansible')
     started = time.monotonic()
     done = subprocess.run([ansible, host, '-i', inventory, '-m', 'llmops.sglang.sglang_model_sync', '-a',
@@ -75,16 +116,15 @@ def run_model_sync(fleet, total_mib=256, shards=8):
         gateway = urlsplit(first['mirror']).hostname
         server = ThreadingHTTPServer((gateway, 0), partial(_Quiet, directory=model))
         threading.Thread(target=server.serve_forever, daemon=True).start()
-        key = open(fleet.key).read()
         for host in (first, second):
-            fleet.ssh(host, 'install -d -m 0700 /root/.ssh && cat > {k} && chmod 0600 {k} && rm -rf {d}'.format(
-                k=PEER_KEY, d=os.path.dirname(DEST)), input_text=key)
-        common = {'dest': DEST, 'version': 'v1', 'manifest': manifest, 'ssh_key': PEER_KEY,
+            fleet.ssh(host, 'rm -rf %s' % os.path.dirname(DEST))
+        _peer_access(inventory, work, [first['name'], second['name']])
+        common = {'dest': DEST, 'version': 'v1', 'manifest': manifest,
                   'mirror': 'http://%s:%d' % (gateway, server.server_address[1])}
         peers = [{'name': first['name'], 'address': first['address'], 'have': True},
                  {'name': second['name'], 'address': second['address'], 'have': False}]
         sync = []
-        for label, host, hosts in (('mirror (HTTP) -> host 1', first, []), ('peer host 1 (ssh + tail) -> host 2', second, peers),
+        for label, host, hosts in (('mirror (HTTP) -> host 1', first, []), ('peer host 1 (ssh, sync account) -> host 2', second, peers),
                                    ('already present on host 2', second, peers)):
             log('model sync: %s' % label)
             wall, result = _module(inventory, host['name'], dict(common, host=host['name'], peers=hosts))
@@ -92,7 +132,7 @@ def run_model_sync(fleet, total_mib=256, shards=8):
                          'verify_s': result['verify_seconds'], 'bytes': sum(result['transferred_bytes'].values()),
                          'source': result['source']})
         for host in (first, second):
-            fleet.ssh(host, 'rm -rf %s %s' % (os.path.dirname(DEST), PEER_KEY), check=False)
+            fleet.ssh(host, 'rm -rf %s; %s' % (os.path.dirname(DEST), SYNC_LEFTOVERS), check=False)
         verify = []
         cache = os.path.join(work, 'state', '.preflight', 'checkpoint-verified.json')
         os.makedirs(os.path.dirname(os.path.dirname(cache)), mode=0o700)

@@ -1,13 +1,17 @@
 # -*- coding: utf-8 -*-
 # Copyright: llmops.sglang contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The filter through which the server role hands the model sync its peers (module_utils/model_sync.py decides)."""
+"""The filters through which the server role hands the model sync its peers, and writes who may read from whom
+(module_utils/model_sync.py and module_utils/model_sync_access.py decide)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 from ansible_collections.llmops.sglang.plugins.module_utils.model_sync import peer_list
+from ansible_collections.llmops.sglang.plugins.module_utils.model_sync_access import authorized_keys_text, known_hosts_text
+
+IDENTITY = '__sglang_sync_identity'
 
 
 def sglang_model_peers(hosts, hostvars, dest):
@@ -21,8 +25,36 @@ def sglang_model_peers(hosts, hostvars, dest):
     return peer_list(hosts or [], facts, dest)
 
 
+def _identities(hosts, hostvars, me):
+    out = []
+    for host in hosts or []:
+        if host == me or host not in hostvars:
+            continue
+        identity = hostvars[host].get(IDENTITY)
+        if isinstance(identity, dict):
+            out.append(dict(identity, name=host))
+    return out
+
+
+def sglang_sync_authorized_keys(before, hostvars, hosts, command, me):
+    """Filter: host ``me``'s sync account authorized_keys text (its current text ``before``) with the sync keys of
+    the other ``hosts`` that have told theirs (fact __sglang_sync_identity), each restricted to ``command``."""
+    return authorized_keys_text(before, [{'name': i['name'], 'public_key': i.get('public_key')}
+                                         for i in _identities(hosts, hostvars, me)], command)
+
+
+def sglang_sync_known_hosts(given, hostvars, hosts, me):
+    """Filter: the known_hosts text for host ``me``: the inventory's lines ``given``, then the host keys the other
+    ``hosts`` read from their own /etc/ssh over the Ansible connection (fact __sglang_sync_identity)."""
+    peers = [{'name': i['name'], 'address': i.get('address'), 'keys': i.get('host_keys')}
+             for i in _identities(hosts, hostvars, me)]
+    return known_hosts_text(given, peers)
+
+
 class FilterModule(object):
     """llmops.sglang model sync."""
 
     def filters(self):
-        return {'sglang_model_peers': sglang_model_peers}
+        return {'sglang_model_peers': sglang_model_peers,
+                'sglang_sync_authorized_keys': sglang_sync_authorized_keys,
+                'sglang_sync_known_hosts': sglang_sync_known_hosts}

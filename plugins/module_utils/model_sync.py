@@ -23,11 +23,13 @@ import hashlib
 import json
 
 from ansible_collections.llmops.sglang.plugins.module_utils.checkpoint import parse_manifest
+from ansible_collections.llmops.sglang.plugins.module_utils import model_sync_access
 
 # Written into the version directory, last, before it is renamed from its staging name: a host that has this file
-# in the final directory has the whole version, verified.
-MARKER = '.llmops-model.json'
-STAGING_PREFIX = '.staging-'
+# in the final directory has the whole version, verified. (The peers' serving script reads the same names.)
+MARKER = model_sync_access.MARKER_NAME
+FAILED = model_sync_access.FAILED_NAME
+STAGING_PREFIX = model_sync_access.STAGING_PREFIX
 MIRROR = None  # the source of a host that pulls from the mirror
 
 

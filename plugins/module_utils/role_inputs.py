@@ -20,6 +20,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.server_args import (
     environment_lines,
 )
 from ansible_collections.llmops.sglang.plugins.module_utils.model_sync import check_manifest
+from ansible_collections.llmops.sglang.plugins.module_utils.model_sync_access import known_hosts_problem, ssh_options_problem
 
 # A unit name systemd accepts (systemd.unit(5): letters, digits, ":-_.\\", "@" once for a template instance),
 # without the ".service" the role appends.
@@ -259,15 +260,17 @@ def server_problems(values, reserved=None, group_hosts=None, inventory_hostname=
     lock_wait = get('sglang_lock_wait', 0)
     if _integer(lock_wait) is None or _integer(lock_wait) < 0:
         problems.add('sglang_lock_wait', lock_wait, 'expected an integer >= 0 (seconds to wait for another run)')
-    model_source_problems(problems, get('sglang_model_source', {}), get('sglang_model_manifest', {}))
+    model_source_problems(problems, get('sglang_model_source', {}), get('sglang_model_manifest', {}),
+                          get('sglang_user', 'sglang'))
     return list(problems)
 
 
-MODEL_SOURCE_KEYS = ('mirror', 'version', 'versions_dir', 'peers', 'ssh_key', 'ssh_user', 'ssh_options', 'peer_wait')
+MODEL_SOURCE_KEYS = ('mirror', 'version', 'versions_dir', 'peers', 'ssh_key', 'ssh_user', 'ssh_options', 'peer_wait',
+                     'known_hosts', 'host_keys_from_ansible')
 _MODEL_VERSION = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$')
 
 
-def model_source_problems(problems, source, manifest):
+def model_source_problems(problems, source, manifest, service_user='sglang'):
     """sglang_model_source (empty: no sync) and, when it is set, the manifest the sync fetches and verifies."""
     name = 'sglang_model_source'
     if source in (None, {}):
@@ -291,6 +294,20 @@ def model_source_problems(problems, source, manifest):
         _absolute_path(problems, name + '.ssh_key', source['ssh_key'], 'a private key on the host, for its peers')
     if 'ssh_user' in source and not (isinstance(source['ssh_user'], str) and _ACCOUNT.match(source['ssh_user'])):
         problems.add(name + '.ssh_user', source['ssh_user'], 'expected a user name on the peers')
+    elif source.get('ssh_user') in ('root', service_user):
+        problems.add(name + '.ssh_user', source['ssh_user'], 'expected the model sync account (default sglang-sync), '
+                     'never root or the service user sglang_user: the role restricts this account to reading model '
+                     'files, on every host')
+    if 'known_hosts' in source:
+        _string_list(problems, name + '.known_hosts', source['known_hosts'], 'known_hosts lines ("HOSTS TYPE BASE64")')
+        for line in source['known_hosts'] if isinstance(source['known_hosts'], list) else []:
+            problem = known_hosts_problem(line) if isinstance(line, str) else None
+            if problem:
+                problems.add(name + '.known_hosts', line, problem)
+    if not isinstance(source.get('host_keys_from_ansible', True), bool):
+        problems.add(name + '.host_keys_from_ansible', source['host_keys_from_ansible'], 'expected true or false')
+    if isinstance(source.get('ssh_options'), list) and ssh_options_problem(source['ssh_options']):
+        problems.add(name + '.ssh_options', source['ssh_options'], ssh_options_problem(source['ssh_options']))
     for key in ('peers', 'ssh_options'):
         if key in source:
             _string_list(problems, '%s.%s' % (name, key), source[key], 'host names' if key == 'peers' else 'ssh options')

@@ -19,8 +19,19 @@ description:
     marker file (C(.llmops-model.json)) inside. A host whose O(dest) holds a marker for this manifest has the
     version; nothing is transferred.
   - B(Sources.) From the mirror O(mirror) (an HTTP directory, C(MIRROR/FILE) for each manifest file) or from a host
-    of O(peers) that has the version already, over SSH (C(ssh PEER tail -c +OFFSET FILE); only ssh is needed on
-    either side, and C(tail) seeks past the bytes already here, so a resumed file is not read again on the peer).
+    of O(peers) that has the version already, over SSH as O(ssh_user) with the key O(ssh_key). On the peer that
+    account runs nothing but the role's forced command C(llmops_sglang_sync_serve.py), which answers two requests,
+    C(state VERSION_DIR) and C(read OFFSET FILE) (it seeks past the bytes already here, so a resumed file is not
+    read again), for files inside the peer's versions directories only (module_utils/model_sync_access.py).
+  - B(Host keys.) Every connection uses C(StrictHostKeyChecking=yes) against O(known_hosts) only. A peer whose key
+    is not in that file is not connected to; one whose key does not match is refused by ssh before anything is
+    read. Either way the result's RV(fallback) names the peer and why, and the host falls back to the mirror (a
+    different source, nothing read from that peer) or fails if there is no mirror. O(ssh_options) may not change
+    host key checking.
+  - B(Ownership.) Root writes only through paths that root (or the user the module runs as) owns and nobody else
+    can write. The versions directory and its parents, the staging directory, the progress file's directory and
+    O(known_hosts) are checked (resolved, then each component with C(lstat)) before anything is written, and the
+    module fails naming the path otherwise. The directories it creates are 0755, the files 0644.
     Which source, and when, is decided by module_utils/model_sync.py from O(peers); hosts sync in waves, every host
     that has the version serves one that does not, and the mirror serves only in a wave where no host has it. A
     host waits (up to O(peer_wait) seconds) for its source to finish first; if the source fails or the wait runs
@@ -34,7 +45,8 @@ description:
 author:
   - llmops.sglang maintainers (@llmops)
 requirements:
-  - C(ssh) (openssh-client) for peer transfers; the peers need C(sshd) and C(tail)
+  - C(ssh) (openssh-client) for peer transfers; the peers need C(sshd), the account O(ssh_user) and its forced command
+    (the M(llmops.sglang.server) role sets both up, tasks/model_sync_access.yml)
 options:
   dest:
     description: The version directory, for example C(/models/Kimi-K2.6.versions/k26-2026-11-30). Its parent is created.
@@ -65,15 +77,26 @@ options:
     elements: dict
     default: []
   ssh_key:
-    description: Private key on this host that the peers accept (for C(ssh_user)).
+    description: Private key on this host that the peers accept for O(ssh_user) (the role generates one per host).
     type: path
-    default: /root/.ssh/id_ed25519
+    default: /var/lib/llmops-sglang/model-sync/id_ed25519
   ssh_user:
-    description: User on the peers.
+    description: The account on the peers (restricted to the forced command that serves model files). Never C(root).
     type: str
-    default: root
+    default: sglang-sync
+  known_hosts:
+    description:
+      - The only known_hosts file peer connections trust (C(StrictHostKeyChecking=yes), C(UserKnownHostsFile) set
+        to it, C(GlobalKnownHostsFile=/dev/null)). The role writes it from C(sglang_model_source.known_hosts) and
+        the peers' own host keys read over the Ansible connection.
+      - It must belong to root (or the user the module runs as) and be writable by nobody else, like its directories.
+    type: path
+    default: /var/lib/llmops-sglang/model-sync/known_hosts
   ssh_options:
-    description: More C(ssh) options, for example C([-o, StrictHostKeyChecking=yes]).
+    description:
+      - More C(ssh) options, for example C([-c, aes128-gcm@openssh.com]).
+      - Options about host key checking (C(StrictHostKeyChecking), C(UserKnownHostsFile), C(GlobalKnownHostsFile),
+        C(KnownHostsCommand), C(UpdateHostKeys), C(HostKeyAlias), C(VerifyHostKeyDNS), C(CheckHostIP)) are refused.
     type: list
     elements: str
     default: []
@@ -123,6 +146,16 @@ EXAMPLES = r"""
       - {name: gpu-01, address: 10.0.0.1, have: true}
       - {name: gpu-02, address: 10.0.0.2, have: false}
   register: sync
+
+- name: Peers only, with an operator's key and known_hosts file
+  llmops.sglang.sglang_model_sync:
+    dest: /models/Kimi-K2.6.versions/k26-2026-11-30
+    version: k26-2026-11-30
+    manifest: "{{ k26_manifest }}"
+    host: "{{ inventory_hostname }}"
+    peers: "{{ k26_peers }}"
+    ssh_key: /etc/llmops/model-peer-key
+    known_hosts: /etc/llmops/model-peer-known-hosts
 """
 
 RETURN = r"""
@@ -143,9 +176,13 @@ wave:
   returned: always
   type: int
 fallback:
-  description: Why the assigned peer was not used (it failed, or the wait ran out), empty when it was.
+  description:
+    - "Why the assigned peer was not used, empty when it was: C(PEER: reason), for example its own sync failed,
+      the wait ran out, its host key is not in O(known_hosts) or does not match, it refused the request."
   returned: always
   type: str
+  sample: "gpu-01: its host key does not match the known one (StrictHostKeyChecking=yes): refused, nothing read from it"
+
 files:
   description: "Per file: [{file, size, offset, action, bytes}] (action fetch, resume, refetch or have; bytes transferred)."
   returned: always
@@ -168,7 +205,6 @@ verify_seconds:
 
 import json
 import os
-import shlex
 import threading
 import time
 
@@ -176,11 +212,11 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.urllib.parse import quote
 from ansible.module_utils.urls import open_url
 
-from ansible_collections.llmops.sglang.plugins.module_utils import checkpoint, model_sync
+from ansible_collections.llmops.sglang.plugins.module_utils import checkpoint, model_sync, model_sync_access as access
 from ansible_collections.llmops.sglang.plugins.module_utils.checkpoint_adapters import sha256_file, shard_problem, write_cache
 
 CHUNK = 1024 * 1024
-FAILED = '.sync-failed'
+FAILED = model_sync.FAILED
 
 
 class TransferError(Exception):
@@ -226,21 +262,75 @@ def local_sizes(staging, manifest):
 
 
 def ssh_argv(params, address, command):
-    return (['ssh', '-i', params['ssh_key'], '-o', 'BatchMode=yes', '-o', 'StrictHostKeyChecking=accept-new',
+    """ssh with host key checking fixed: ssh takes the first value it is given for an option, so these come first,
+    and ssh_options may not name them anyway (access.ssh_options_problem)."""
+    return (['ssh', '-i', params['ssh_key'], '-o', 'IdentitiesOnly=yes', '-o', 'BatchMode=yes',
+             '-o', 'StrictHostKeyChecking=yes', '-o', 'UserKnownHostsFile=%s' % params['known_hosts'],
+             '-o', 'GlobalKnownHostsFile=/dev/null', '-o', 'UpdateHostKeys=no', '-o', 'CheckHostIP=no',
              '-o', 'ConnectTimeout=%d' % min(30, params['timeout']), '-o', 'ServerAliveInterval=%d' % max(1, params['timeout'] // 3)]
-            + params['ssh_options'] + ['%s@%s' % (params['ssh_user'], address), command])
+            + params['ssh_options'] + ['-l', params['ssh_user'], '--', address, command])
+
+
+def host_key_problem(params, address):
+    """Why this peer must not be connected to at all (its host key is not in known_hosts), or None."""
+    try:
+        with open(params['known_hosts']) as handle:
+            text = handle.read()
+    except (IOError, OSError) as exc:
+        return 'known_hosts %s cannot be read (%s): nothing is read from a peer whose host key is not known' % (
+            params['known_hosts'], exc)
+    if not access.known_keys(text, address, access.ssh_port(params['ssh_options'])):
+        return ('its host key is not in %s (give it in sglang_model_source.known_hosts, or let the role read it over '
+                'the Ansible connection): not connected to, nothing read from it' % params['known_hosts'])
+    return None
 
 
 def peer_state(module, params, address):
-    """'ready' (the peer has the version), 'failed' (its sync failed), 'pending', or 'unreachable: ...'."""
-    dest = params['dest']
-    staging = staging_dir(dest)
-    command = 'if test -f %s; then echo ready; elif test -f %s; then echo failed; else echo pending; fi' % (
-        shlex.quote(os.path.join(dest, model_sync.MARKER)), shlex.quote(os.path.join(staging, FAILED)))
-    rc, out, err = module.run_command(ssh_argv(params, address, command))
+    """'ready' (the peer has the version), 'failed' (its sync failed), 'pending', or 'refused: ...' (its host key is
+    unknown or does not match: nothing may be read from it), or 'unreachable: ...'."""
+    problem = host_key_problem(params, address)
+    if problem:
+        return 'refused: ' + problem
+    rc, out, err = module.run_command(ssh_argv(params, address, access.check_state_request(params['dest'])))
     if rc != 0:
-        return 'unreachable: %s' % (err or out).strip()[:200]
+        why = access.ssh_failure(rc, err or out)
+        return ('refused: ' if 'host key' in why else 'unreachable: ') + why
     return out.strip()
+
+
+def path_chain(path):
+    """[(path, uid, mode)] of the resolved path's existing components, from '/' down (lstat each)."""
+    real = os.path.realpath(path)
+    chain = []
+    current = '/'
+    for part in [''] + [p for p in real.split('/') if p]:
+        current = os.path.join(current, part) if part else '/'
+        try:
+            st = os.lstat(current)
+        except OSError:
+            break
+        chain.append((current, st.st_uid, st.st_mode))
+    return chain
+
+
+def unsafe(path, trusted):
+    return access.unsafe_path_problem(path_chain(path), trusted)
+
+
+def make_dirs(path, trusted):
+    """os.makedirs(path, 0o755) with each new directory's mode set explicitly (no umask surprise), after checking
+    that the existing part of the path is root's (or ours) alone."""
+    missing = []
+    current = os.path.normpath(path)
+    while not os.path.lexists(current):
+        missing.append(current)
+        current = os.path.dirname(current)
+    problem = unsafe(current, trusted)
+    if problem:
+        raise OSError(problem)
+    for directory in reversed(missing):
+        os.mkdir(directory, 0o755)
+        os.chmod(directory, 0o755)
 
 
 def staging_dir(dest):
@@ -282,7 +372,7 @@ def fetch_peer(module, params, address, name, path, offset, progress):
     """ssh's stdout goes straight into the file (a shell redirect: never through this process's memory); a thread
     reports the file's growth as progress while run_command waits."""
     remote = os.path.join(params['dest'], name)
-    argv = ssh_argv(params, address, 'exec tail -c +%d -- %s' % (offset + 1, shlex.quote(remote)))
+    argv = ssh_argv(params, address, access.check_read_request(remote, os.path.dirname(params['dest']), offset))
     if not offset:
         open(path, 'wb').close()
     start = os.path.getsize(path)
@@ -305,7 +395,7 @@ def fetch_peer(module, params, address, name, path, offset, progress):
         watcher.join()
     count = os.path.getsize(path) - start
     if rc != 0:
-        raise TransferError('ssh %s tail %s: rc=%d %s' % (address, remote, rc, (err or '').strip()[:300]))
+        raise TransferError('ssh %s read %s: %s' % (address, remote, access.ssh_failure(rc, err)))
     return count
 
 
@@ -343,8 +433,9 @@ def main():
             mirror=dict(type='str', default=''),
             host=dict(type='str', default=''),
             peers=dict(type='list', elements='dict', default=[]),
-            ssh_key=dict(type='path', default='/root/.ssh/id_ed25519'),
-            ssh_user=dict(type='str', default='root'),
+            ssh_key=dict(type='path', default='/var/lib/llmops-sglang/model-sync/id_ed25519'),
+            ssh_user=dict(type='str', default='sglang-sync'),
+            known_hosts=dict(type='path', default='/var/lib/llmops-sglang/model-sync/known_hosts'),
             ssh_options=dict(type='list', elements='str', default=[]),
             peer_wait=dict(type='int', default=3600),
             poll_interval=dict(type='float', default=2.0),
@@ -362,8 +453,23 @@ def main():
     for peer in params['peers']:
         if not isinstance(peer.get('name'), str) or not peer['name']:
             module.fail_json(msg='peers: every entry needs a name, got %r' % (peer,))
+    if params['ssh_user'] == 'root':
+        module.fail_json(msg='ssh_user: peer transfers never log in as root; give the sync account (default sglang-sync)')
+    problem = access.ssh_options_problem(params['ssh_options'])
+    if problem:
+        module.fail_json(msg='ssh_options: ' + problem)
     dest = params['dest'].rstrip('/')
     params['dest'] = dest
+    trusted = (0, os.geteuid())
+    for path, what in ((os.path.dirname(dest), 'the versions directory'), (staging_dir(dest), 'the staging directory'),
+                       (dest, 'the version directory'), (os.path.dirname(params['progress_file'] or '/'), 'progress_file\'s directory')):
+        # what root writes through: nobody but root (or us) may own or write any part of it (checked as it exists now)
+        if os.path.lexists(path) and path != '/':
+            if os.path.islink(path) and path in (staging_dir(dest), dest):
+                module.fail_json(msg='%s (%s) is a symlink: the sync writes only into directories it made' % (path, what))
+            problem = unsafe(path, trusted)
+            if problem:
+                module.fail_json(msg='Refusing to write through %s (%s): %s' % (path, what, problem))
     marker = os.path.join(dest, model_sync.MARKER)
     result = dict(changed=False, version_dir=dest, state='present', source=None, wave=None, fallback='', files=[],
                   transferred_bytes={}, seconds=0.0, verify_seconds=0.0)
@@ -380,6 +486,14 @@ def main():
     plan = model_sync.transfers(manifest, local_sizes(staging, manifest))
     row = model_sync.own_row(params['peers'], params['host'] or '')
     source = row['source'] or 'mirror'
+    if row['source'] is not None:
+        try:
+            access.check_state_request(dest)
+            for name in manifest:
+                access.check_read_request(os.path.join(dest, name), os.path.dirname(dest))
+        except access.Refused as exc:
+            module.fail_json(msg='No peer could serve this version (%s): a version that peers sync needs plain '
+                                 'directory and file names' % exc, **result)
     if source == 'mirror' and not params['mirror']:
         module.fail_json(msg='No host of the play has version %s yet and sglang_model_source.mirror is not set: '
                              'give a mirror, or sync one host first.' % params['version'], **result)
@@ -394,13 +508,16 @@ def main():
         result['transferred_bytes'] = {source: model_sync.remaining_bytes(plan)}
         module.exit_json(**result)
 
-    parent = os.path.dirname(dest)
-    if not os.path.isdir(parent):
-        os.makedirs(parent, 0o755)
-    for sub in sorted(set(os.path.dirname(i['file']) for i in plan)):
-        path = os.path.join(staging, sub)
-        if not os.path.isdir(path):
-            os.makedirs(path, 0o755)
+    if row['source'] is not None:
+        problem = unsafe(params['known_hosts'], trusted) if os.path.exists(params['known_hosts']) else None
+        if problem:
+            module.fail_json(msg='known_hosts %s is not trusted: %s' % (params['known_hosts'], problem), **result)
+    try:
+        make_dirs(os.path.dirname(dest), trusted)
+        for sub in sorted(set(os.path.dirname(i['file']) for i in plan)):
+            make_dirs(os.path.join(staging, sub), trusted)
+    except OSError as exc:
+        module.fail_json(msg='Refusing to create the staging directory %s: %s' % (staging, exc), **result)
     if os.path.exists(os.path.join(staging, FAILED)):
         os.unlink(os.path.join(staging, FAILED))
     progress = Progress(params['progress_file'], model_sync.remaining_bytes(plan), source, row['wave'])
@@ -418,13 +535,13 @@ def main():
             state = peer_state(module, params, row['source_address'])
             if state == 'ready':
                 break
-            if state == 'failed' or state.startswith('unreachable') or time.time() >= deadline:
-                why = {'failed': 'its own sync failed'}.get(state, state if state != 'pending' else
+            if state == 'failed' or state.startswith(('unreachable', 'refused')) or time.time() >= deadline:
+                why = {'failed': 'its own sync failed'}.get(state, state.split(': ', 1)[-1] if state != 'pending' else
                                                             'not ready after %ds' % params['peer_wait'])
                 result['fallback'] = '%s: %s' % (row['source'], why)
                 if not params['mirror']:
-                    failed('The peer %s that was to serve version %s %s, and sglang_model_source.mirror is not '
-                           'set.' % (row['source'], params['version'], why))
+                    failed('The peer %s that was to serve version %s was not used: %s; and '
+                           'sglang_model_source.mirror is not set.' % (row['source'], params['version'], why))
                 source = result['source'] = 'mirror'
                 break
             time.sleep(params['poll_interval'])

@@ -10,6 +10,15 @@ safetensors checkpoint (real framing, 4 x 1 MiB shards). The role is asked to mo
 - all three at once: the first host resumes from the byte it had (Range), the other two are served by peers, so the
   mirror sent every file exactly once in total; each host verified the version, its unit loads that version's
   directory, its last-known-good copy names it, and its old server answered every poll until its own restart.
+Peer access (docs/model-sync.md, "Security"), on the same hosts:
+- the peers read from the first host as the sync account with keys the role made on each host; no host's sync key
+  is in root's authorized_keys anywhere, and the first host's journal shows those logins and reads as the sync
+  account, none as root from a peer;
+- the sync account cannot read outside the versions directory (another path, "..", a symlink out of it), cannot
+  run a command or a shell, and owns and can write nothing of the role's;
+- a peer whose host key does not match the known one (its sshd presents another key) or is not in known_hosts is
+  refused before anything is read from it: with no mirror the host fails naming the peer and why, with a mirror
+  it falls back to the mirror, and the peer's journal shows no login from that host.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -26,6 +35,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+import yaml
 
 from model_mirror import Mirror  # tests/model_mirror.py (tests/ is on sys.path through tests/conftest.py)
 
@@ -35,7 +45,13 @@ OLD_MODEL = '/models/sy-old'
 NEW_MODEL = '/models/sy-k26'
 VERSION = 'v1'
 VERSION_DIR = NEW_MODEL + '.versions/' + VERSION
-PEER_KEY = '/root/.ssh/sy_peer_key'
+VERSIONS = NEW_MODEL + '.versions'
+SYNC_USER = 'sglang-sync'
+SYNC_DIR = '/var/lib/llmops-sglang/model-sync'
+SYNC_KEY = SYNC_DIR + '/id_ed25519'
+KNOWN_HOSTS = SYNC_DIR + '/known_hosts'
+SYNC_PATHS = '/var/lib/llmops-sglang-sync /usr/local/lib/llmops-sglang-sync /etc/llmops-sglang-sync'
+IMPOSTOR = '/etc/ssh/sshd_config.d/zz-sy-impostor.conf'
 POLL_LOG = '/root/sy-poll.log'
 CUT_FILE = 'model-00002-of-00004.safetensors'
 CUT_AT = 300000
@@ -91,14 +107,12 @@ def serving(fleet, standin_venv, tmp_path_factory):
     """sy-k26 serving the old checkpoint on three hosts; the hosts' peer key; a poller of each old server."""
     hosts = fleet.hosts[:3]
     assert len(hosts) == 3, 'this test needs a fleet of three hosts (LLMOPS_FLEET_SIZE=3)'
-    key = Path(fleet.state_dir) / 'id_ed25519'
     try:
         for host in hosts:
             venv = standin_venv(host)
-            fleet.run(host, 'install -d -m 0700 /root/.ssh && cat > {k} && chmod 0600 {k} && rm -rf {new} {new}.versions && '
+            fleet.run(host, 'rm -rf {new} {new}.versions && '
                             '(test -f {old}/config.json || {venv}/bin/python -m sglang_standin.make_model {old} '
-                            '--shards 4 >/dev/null)'.format(k=PEER_KEY, new=NEW_MODEL, old=OLD_MODEL, venv=venv),
-                      check=True, input=key.read_text())
+                            '--shards 4 >/dev/null)'.format(new=NEW_MODEL, old=OLD_MODEL, venv=venv), check=True)
         result, outcomes = apply(fleet, hosts, tmp_path_factory.mktemp('old'), sglang_model_path=OLD_MODEL,
                                  sglang_venv=venv)
         assert all(o['failure'] is None for o in outcomes.values()), result
@@ -108,10 +122,12 @@ def serving(fleet, standin_venv, tmp_path_factory):
     finally:
         for host in hosts:
             fleet.run(host, 'systemctl stop sy-poll sy-k26 2>/dev/null; systemctl reset-failed 2>/dev/null; '
-                            'rm -f /etc/systemd/system/{unit} /etc/sglang/sy-k26.env {key} {log} /root/.ssh/known_hosts '
-                            '/var/lib/prometheus/node-exporter/sy-k26.prom; rm -rf {old} {new} {new}.versions '
-                            '/var/lib/sglang/sy-k26; systemctl daemon-reload; true'.format(
-                                unit=UNIT, key=PEER_KEY, log=POLL_LOG, old=OLD_MODEL, new=NEW_MODEL))
+                            'rm -f /etc/systemd/system/{unit} /etc/sglang/sy-k26.env {log} {impostor} /etc/ssh/sy_impostor_key* '
+                            '/var/lib/prometheus/node-exporter/sy-k26.prom; systemctl restart ssh; '
+                            'rm -rf {old} {new} {new}.versions /var/lib/sglang/sy-k26 {sync_dir} {sync_paths}; '
+                            'userdel {user}; systemctl daemon-reload; true'.format(
+                                unit=UNIT, log=POLL_LOG, old=OLD_MODEL, new=NEW_MODEL, impostor=IMPOSTOR,
+                                sync_dir=SYNC_DIR, sync_paths=SYNC_PATHS, user=SYNC_USER))
 
 
 def apply(fleet, hosts, result_dir, check=False, **overrides):
@@ -130,7 +146,7 @@ def apply(fleet, hosts, result_dir, check=False, **overrides):
 
 def sync_vars(mirror, manifest, venv):
     return {'sglang_model_path': NEW_MODEL, 'sglang_venv': venv, 'sglang_model_manifest': manifest,
-            'sglang_model_source': {'version': VERSION, 'ssh_key': PEER_KEY, 'peer_wait': 300,
+            'sglang_model_source': {'version': VERSION, 'peer_wait': 300,
                                     'mirror': "http://{{ fleet_mirror_url | urlsplit('hostname') }}:%d" % mirror.port}}
 
 
@@ -143,6 +159,34 @@ def invocation(fleet, host):
 def polls(fleet, host):
     lines = fleet.run(host, 'cat %s' % POLL_LOG, check=True).stdout.split()
     return [(float(lines[i]), lines[i + 1]) for i in range(0, len(lines) - 1, 2) if lines[i + 1] in ('ok', 'fail')]
+
+
+def clock(fleet, host):
+    return int(fleet.run(host, 'date +%s', check=True).stdout)
+
+
+def journal(fleet, host, since):
+    """sshd's logins and the serving script's lines on a host since a time of its clock."""
+    return fleet.run(host, 'journalctl --since @%d --no-pager -o short | grep -E "sshd|llmops-sglang-sync-serve"; true'
+                     % since, check=True).stdout
+
+
+def peer_ssh(fleet, client, server, request, more=()):
+    """From ``client`` as root: the sync account's ssh to ``server``, as the module makes it (its key, known_hosts)."""
+    argv = ['ssh', '-i', SYNC_KEY, '-o', 'BatchMode=yes', '-o', 'StrictHostKeyChecking=yes', '-o',
+            'UserKnownHostsFile=' + KNOWN_HOSTS, '-o', 'GlobalKnownHostsFile=/dev/null']
+    argv += list(more) + ['-l', SYNC_USER, server.address] + ([request] if request is not None else [])
+    return fleet.run(client, shlex.join(argv) + ' </dev/null')
+
+
+def run_module(fleet, host, args):
+    """llmops.sglang.sglang_model_sync run ad hoc on a host -> its result (failed ones too)."""
+    result = fleet.ansible(host.name, 'llmops.sglang.sglang_model_sync', args, timeout=300)
+    assert ' => ' in result.stdout, result
+    head, body = result.stdout.split(' => ', 1)
+    out = yaml.safe_load(body)  # the result, as the callback prints it (YAML or JSON)
+    out['failed'] = 'FAILED!' in head
+    return out
 
 
 def test_three_hosts_one_mirror_peers_serve_an_interrupted_transfer_resumes(fleet, serving, mirror, checkpoint,
@@ -173,6 +217,7 @@ def test_three_hosts_one_mirror_peers_serve_an_interrupted_transfer_resumes(flee
     assert mirror.sent[CUT_FILE] == [(0, CUT_AT)]
 
     # All three at once: the first resumes from the mirror, the others get it from peers.
+    since = {h.name: clock(fleet, h) for h in hosts}
     result, outcomes = apply(fleet, hosts, tmp_path, **sync)
     assert all(o['failure'] is None for o in outcomes.values()), result
     rows = {name: (o['sync']['source'], o['sync']['wave']) for name, o in outcomes.items()}
@@ -204,3 +249,149 @@ def test_three_hosts_one_mirror_peers_serve_an_interrupted_transfer_resumes(flee
         synced_at = float(fleet.run(host, "stat -c %%.6Y %s/.llmops-model.json" % VERSION_DIR, check=True).stdout)
         before = [state for at, state in polls(fleet, host) if at < synced_at]
         assert before and 'fail' not in before, (host.name, before[-20:])
+
+    peer_access_is_the_sync_account_only(fleet, hosts, manifest, since)
+    the_sync_account_reads_only_the_model_tree(fleet, hosts[0], hosts[1])
+    unknown_or_changed_host_keys_are_refused(fleet, hosts, mirror, manifest)
+    a_versions_directory_the_service_user_could_change_is_refused(fleet, hosts[2], mirror, manifest)
+
+
+def peer_access_is_the_sync_account_only(fleet, hosts, manifest, since):
+    """Each host has its own sync key, authorized on its peers for the sync account only, never for root; the peers
+    logged in to the first host as that account and read every file from it; no root login from a peer anywhere."""
+    keys = {h.name: fleet.run(h, 'ssh-keygen -y -f %s' % SYNC_KEY, check=True).stdout.split()[1] for h in hosts}
+    assert len(set(keys.values())) == len(hosts), keys
+    for host in hosts:
+        out = fleet.run(host, 'stat -c "%U:%G %a" {d} {k}; cat /root/.ssh/authorized_keys; echo ===; '
+                              'cat /var/lib/llmops-sglang-sync/.ssh/authorized_keys'.format(d=SYNC_DIR, k=SYNC_KEY),
+                        check=True).stdout
+        modes, rest = out.split('\n', 2)[:2], out.split('\n', 2)[2]
+        assert modes == ['root:root 700', 'root:root 600'], (host.name, modes)
+        root_keys, sync_keys = rest.split('===\n')
+        assert not any(key in root_keys for key in keys.values()), (host.name, 'a sync key is in root\'s authorized_keys')
+        for other in hosts:
+            line = 'restrict,command="/usr/bin/python3 -I /usr/local/lib/llmops-sglang-sync/llmops_sglang_sync_serve.py" ssh-ed25519 %s ' \
+                   'llmops-sglang-sync:%s' % (keys[other.name], other.name)
+            assert (line in sync_keys) == (other is not host), (host.name, other.name, sync_keys)
+    for host in hosts:
+        log = journal(fleet, host, since[host.name])
+        for peer in hosts:
+            assert 'Accepted publickey for root from %s ' % peer.address not in log, (host.name, log)
+    log = journal(fleet, hosts[0], since[hosts[0].name])
+    for peer in hosts[1:]:
+        # not vacuous: the logins were there to be seen, as the sync account, and each file was read from the peer
+        assert 'Accepted publickey for %s from %s ' % (SYNC_USER, peer.address) in log, log
+    for name in manifest:
+        assert log.count('read %s/%s from byte 0' % (VERSION_DIR, name)) == 2, (name, log)
+
+
+def the_sync_account_reads_only_the_model_tree(fleet, first, second):
+    """As the second host's sync key on the first host: one file of the version is served (the control); another
+    path, "..", a symlink out of the version, a hidden or staging directory, a command, a shell, a terminal are
+    refused with nothing on stdout; the account owns nothing and can write nothing of the role's."""
+    served = peer_ssh(fleet, second, first, 'read 0 %s/config.json' % VERSION_DIR)
+    assert served.returncode == 0 and served.stdout == fleet.run(
+        first, 'cat %s/config.json' % VERSION_DIR, check=True).stdout and served.stdout, served
+    fleet.run(first, 'ln -s /etc/shadow {v}/escape && ln -s / {v}/up && mkdir -p {s} && cp {v}/config.json {s}/'.format(
+        v=VERSION_DIR, s=VERSIONS + '/.staging-x'), check=True)
+    try:
+        for request, why in [
+                ('cat /etc/shadow', 'not a request this account serves'),
+                ('read 0 /etc/shadow', 'outside the versions directories'),
+                ('read 0 %s/../../../etc/shadow' % VERSION_DIR, 'not normalized'),
+                ('read 0 %s/escape' % VERSION_DIR, 'symlinks below %s are not followed' % VERSIONS),
+                ('read 0 %s/up/etc/shadow' % VERSION_DIR, 'symlinks below %s are not followed' % VERSIONS),
+                ('read 0 %s/.staging-x/config.json' % VERSIONS, 'staging and hidden directories are not served'),
+                ('read 0 %s/config.json; sh' % VERSION_DIR, 'not a request this account serves'),
+                ('sh', 'not a request this account serves'),
+                (None, 'no command given')]:
+            out = peer_ssh(fleet, second, first, request)
+            assert out.returncode == 2 and out.stdout == '' and why in out.stderr, (request, out)
+        # a terminal: `restrict` refuses the pty, and ssh -tt gives up (no shell, no forced command either)
+        shell = peer_ssh(fleet, second, first, None, more=['-tt'])
+        assert shell.returncode == 255 and shell.stdout == '' and 'PTY allocation request failed' in shell.stderr, shell
+    finally:
+        fleet.run(first, 'rm -rf {v}/escape {v}/up {s}'.format(v=VERSION_DIR, s=VERSIONS + '/.staging-x'), check=True)
+    out = fleet.run(first, 'find / -xdev -user {u} 2>/dev/null; for p in {vs} {v} {v}/config.json {paths} '
+                           '/var/lib/llmops-sglang-sync/.ssh /var/lib/llmops-sglang-sync/.ssh/authorized_keys '
+                           '/etc/llmops-sglang-sync/roots.d /usr/local/lib/llmops-sglang-sync/llmops_sglang_sync_serve.py; '
+                           'do runuser -u {u} -- test -w $p && echo writable $p; done; '
+                           'runuser -u {u} -- cat {key} >/dev/null 2>&1 && echo key readable; '
+                           'runuser -u {u} -- test -r {v}/config.json && echo control readable; true'.format(
+                               u=SYNC_USER, vs=VERSIONS, v=VERSION_DIR, paths=SYNC_PATHS, key=SYNC_KEY),
+                    check=True).stdout
+    assert out.strip() == 'control readable', out
+
+
+def unknown_or_changed_host_keys_are_refused(fleet, hosts, mirror, manifest):
+    """The first host's sshd presents another key than the one the role read from its /etc/ssh: the third host,
+    sent to it, is refused by ssh before anything is read (no mirror: fails naming the peer; a mirror: falls back
+    to it). Then, the first's key restored, the second host with a known_hosts that lacks the first does not even
+    connect; with the role's known_hosts it reads from the first (the control)."""
+    first, second, third = hosts
+    total = sum(e['size'] for e in manifest.values())
+    v2 = VERSIONS + '/v2'
+    fleet.run(first, 'cp -a {v} {v2}'.format(v=VERSION_DIR, v2=v2), check=True)  # the same files, a second version
+
+    def args(host, **more):
+        return dict({'dest': v2, 'version': 'v2', 'manifest': manifest, 'host': host.name, 'peer_wait': 30,
+                     'peers': [{'name': first.name, 'address': first.address, 'have': True},
+                               {'name': host.name, 'address': host.address, 'have': False}]}, **more)
+
+    fleet.run(first, 'ssh-keygen -q -t ed25519 -N "" -f /etc/ssh/sy_impostor_key && echo "HostKey /etc/ssh/sy_impostor_key" '
+                     '> {c} && systemctl restart ssh'.format(c=IMPOSTOR), check=True)
+    try:
+        since = clock(fleet, first)
+        alone = run_module(fleet, third, args(third))
+        assert alone.get('failed') and first.name in alone['msg'] and \
+            'host key does not match the known one' in alone['msg'], alone
+        sent_before = {name: list(mirror.sent.get(name, [])) for name in manifest}
+        url = 'http://%s:%d' % (urlsplit(third.mirror_url).hostname, mirror.port)
+        fell_back = run_module(fleet, third, args(third, mirror=url))
+        assert not fell_back.get('failed') and fell_back['source'] == 'mirror', fell_back
+        assert fell_back['fallback'].startswith(first.name + ': its host key does not match'), fell_back
+        assert fell_back['transferred_bytes'] == {'mirror': total}, fell_back
+        for name, entry in manifest.items():
+            assert mirror.sent[name] == sent_before[name] + [(0, entry['size'])], name
+        log = journal(fleet, first, since)
+        # the first host saw the third connect (twice, one per run) and close before logging in: nothing was read
+        assert log.count('Connection closed by %s ' % third.address) >= 2, log
+        assert 'Accepted publickey for %s from %s ' % (SYNC_USER, third.address) not in log, log
+        assert 'read %s/' % v2 not in log, log
+    finally:
+        fleet.run(first, 'rm -f {c} /etc/ssh/sy_impostor_key*; systemctl restart ssh'.format(c=IMPOSTOR), check=True)
+
+    since = clock(fleet, first)
+    fleet.run(second, 'grep -v "^[^#]*{n}[, ]" {k} > {k}.sy-test; chmod 0600 {k}.sy-test'.format(
+        n=first.name, k=KNOWN_HOSTS), check=True)
+    try:
+        unknown = run_module(fleet, second, args(second, known_hosts=KNOWN_HOSTS + '.sy-test'))
+    finally:
+        fleet.run(second, 'rm -f %s.sy-test' % KNOWN_HOSTS, check=True)
+    assert unknown.get('failed') and first.name in unknown['msg'] and 'host key is not in' in unknown['msg'] and \
+        'not connected to' in unknown['msg'], unknown
+    assert second.address not in journal(fleet, first, since)
+    known = run_module(fleet, second, args(second))
+    assert not known.get('failed') and known['source'] == first.name, known
+    assert known['transferred_bytes'] == {first.name: total}, known
+    log = journal(fleet, first, since)
+    assert 'Accepted publickey for %s from %s ' % (SYNC_USER, second.address) in log, log
+
+
+def a_versions_directory_the_service_user_could_change_is_refused(fleet, host, mirror, manifest):
+    """The service user (sglang) given the versions directory: the sync refuses to write through it, before anything
+    is fetched, naming the path; given back to root, the same sync runs (the control)."""
+    url = 'http://%s:%d' % (urlsplit(host.mirror_url).hostname, mirror.port)
+    args = {'dest': VERSIONS + '/v3', 'version': 'v3', 'manifest': manifest, 'host': host.name, 'mirror': url}
+    sent = dict((name, list(mirror.sent.get(name, []))) for name in manifest)
+    fleet.run(host, 'chown sglang %s' % VERSIONS, check=True)
+    try:
+        refused = run_module(fleet, host, args)
+    finally:
+        fleet.run(host, 'chown root %s' % VERSIONS, check=True)
+    assert refused['failed'] and 'Refusing to write through %s (the versions directory)' % VERSIONS in refused['msg'] \
+        and 'belongs to uid' in refused['msg'], refused
+    assert dict((name, mirror.sent.get(name, [])) for name in manifest) == sent, 'something was fetched'
+    assert fleet.run(host, 'test -e %s/.staging-v3' % VERSIONS).returncode != 0
+    synced = run_module(fleet, host, args)
+    assert not synced['failed'] and synced['source'] == 'mirror', synced

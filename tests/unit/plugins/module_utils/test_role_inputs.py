@@ -179,6 +179,13 @@ def test_a_model_source_with_a_full_manifest_is_valid():
     ({'version': 'v', 'mirror': 'http://m/', 'versions_dir': 'rel'}, None, 'sglang_model_source.versions_dir'),
     ({'version': 'v', 'peers': []}, None, 'needs a mirror, or peers'),
     ({'version': 'v', 'mirror': 'http://m/', 'peer_wait': -1}, None, 'sglang_model_source.peer_wait=-1'),
+    ({'version': 'v', 'mirror': 'http://m/', 'ssh_user': 'root'}, None, "sglang_model_source.ssh_user='root': expected the model sync account"),
+    ({'version': 'v', 'mirror': 'http://m/', 'ssh_user': 'sglang'}, None, "sglang_model_source.ssh_user='sglang'"),
+    ({'version': 'v', 'mirror': 'http://m/', 'ssh_options': ['-o', 'StrictHostKeyChecking=accept-new']}, None,
+     'sglang_model_source.ssh_options=[\'-o\', \'StrictHostKeyChecking=accept-new\']: \'StrictHostKeyChecking=accept-new\': host key checking is fixed'),
+    ({'version': 'v', 'mirror': 'http://m/', 'known_hosts': ['gpu-01 ssh-ed25519']}, None, "sglang_model_source.known_hosts='gpu-01 ssh-ed25519'"),
+    ({'version': 'v', 'mirror': 'http://m/', 'known_hosts': 'gpu-01'}, None, 'sglang_model_source.known_hosts'),
+    ({'version': 'v', 'mirror': 'http://m/', 'host_keys_from_ansible': 'yes'}, None, 'sglang_model_source.host_keys_from_ansible'),
     ({'version': 'v', 'mirror': 'http://m/'}, {}, 'sglang_model_manifest must list the checkpoint'),
     ({'version': 'v', 'mirror': 'http://m/'}, {'a': {'size': 3}}, "sglang_model_manifest['a'] needs both size and sha256"),
 ])

@@ -116,3 +116,53 @@ def test_no_mirror_and_no_peer_with_it_is_refused_naming_the_input(tmp_path, mir
     result = run(tmp_path, dest=str(tmp_path / 'v' / 'v1'), version='v1', manifest=manifest, host='a',
                  peers=[{'name': 'a', 'address': '10.0.0.1', 'have': False}])
     assert result['failed'] and 'sglang_model_source.mirror is not set' in result['msg'], result
+
+
+def test_a_peer_whose_host_key_is_not_known_is_not_connected_to_and_the_mirror_serves(tmp_path, mirror, run):
+    server, _source, manifest = mirror
+    known = tmp_path / 'known_hosts'
+    known.write_text('10.0.0.9 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIH7Xl12Kh1z5uS7RIlrdO1a9JvDy0Jx3kQ3M9aWmZ1cz\n')
+    known.chmod(0o600)
+    # 10.0.0.1 is not in known_hosts: no ssh is started (there is no host there either), the mirror serves
+    peers = [{'name': 'a', 'address': '10.0.0.1', 'have': True}, {'name': 'b', 'address': '10.0.0.2', 'have': False}]
+    result = run(tmp_path, **args_for(tmp_path, server, manifest, host='b', peers=peers, known_hosts=str(known)))
+    assert result['state'] == 'synced' and result['source'] == 'mirror', result
+    assert result['fallback'].startswith('a: its host key is not in %s' % known) and 'not connected to' in result['fallback']
+    alone = run(tmp_path, dest=str(tmp_path / 'other' / 'v1'), version='v1', manifest=manifest, host='b', peers=peers,
+                known_hosts=str(known))
+    assert alone['failed'] and 'The peer a that was to serve version v1 was not used: its host key is not in' in alone['msg']
+
+
+@pytest.mark.parametrize('more, fragment', [
+    ({'ssh_user': 'root'}, 'ssh_user: peer transfers never log in as root'),
+    ({'ssh_options': ['-o', 'StrictHostKeyChecking=accept-new']}, 'ssh_options: '),
+    ({'ssh_options': ['-oUserKnownHostsFile=/dev/null']}, 'host key checking is fixed'),
+])
+def test_root_logins_and_host_key_overrides_are_refused(tmp_path, mirror, run, more, fragment):
+    server, _source, manifest = mirror
+    result = run(tmp_path, **args_for(tmp_path, server, manifest, **more))
+    assert result['failed'] and fragment in result['msg'], result
+    assert server.sent == {}
+
+
+def test_a_versions_directory_others_can_write_is_refused_before_anything_is_written(tmp_path, mirror, run):
+    server, _source, manifest = mirror
+    versions = tmp_path / 'versions'
+    versions.mkdir()
+    versions.chmod(0o777)
+    result = run(tmp_path, **args_for(tmp_path, server, manifest))
+    assert result['failed'] and 'Refusing to write through %s (the versions directory)' % versions in result['msg']
+    assert 'writable by its group or others (mode 0777)' in result['msg'], result
+    assert server.sent == {} and os.listdir(str(versions)) == []
+
+
+def test_a_staging_directory_replaced_by_a_symlink_is_refused(tmp_path, mirror, run):
+    server, _source, manifest = mirror
+    versions = tmp_path / 'versions'
+    elsewhere = tmp_path / 'elsewhere'
+    versions.mkdir()
+    elsewhere.mkdir()
+    os.symlink(str(elsewhere), str(versions / '.staging-v1'))
+    result = run(tmp_path, **args_for(tmp_path, server, manifest))
+    assert result['failed'] and 'is a symlink: the sync writes only into directories it made' in result['msg'], result
+    assert server.sent == {} and os.listdir(str(elsewhere)) == []
