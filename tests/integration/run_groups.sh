@@ -14,7 +14,8 @@ cd "$(dirname "$0")/../.."
 PYTHON=${PYTHON:-.venv/bin/python}
 LOGS=.build/integration
 # name, state dir ("" = the shared fleet), host prefix, test files. Balanced by measured wall time (a CI run under load:
-# default 60 min with test_wait_ready, faults 45, hosts 34, router 25, plan 19, sync 13): test_wait_ready (its own wr-*
+# default 60 min with test_wait_ready, faults 45, hosts 34, router 25, plan 19, sync 13; measured alone on a loaded
+# machine for issue 22: test_router 23 min, test_security about 8, test_sync 5-10): test_wait_ready (its own wr-*
 # units, ports 31000-31999, hosts 2 and 3) shares the sync group's fleet (sy-k26, port 30021) without touching it.
 GROUPS_TABLE=(
   "default||gpu|tests/integration/test_fleet.py tests/integration/test_rollout.py tests/integration/test_progress.py tests/integration/test_server_role.py tests/integration/test_multinode.py"
