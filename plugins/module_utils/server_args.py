@@ -73,7 +73,7 @@ def secret_problem(flag, where):
     secret = secret_flag_for(flag)
     if secret is None:
         return None
-    spelled = '--%s' % flag if flag == secret else '--%s (argparse expands it to --%s)' % (flag, secret)
+    spelled = '--%s' % flag if flag == secret else '--%s (a prefix of --%s, which argparse takes for it)' % (flag, secret)
     return ('%s: %s takes a secret, which on the command line every local user reads (/proc/PID/cmdline, the '
             'journal, the unit file); set it in %s instead (handed to SGLang inside the process)'
             % (where, spelled, variable_for(secret) if variable_for(secret) == 'sglang_api_key'

@@ -248,8 +248,8 @@ def _http(fleet, target, port, method, path, key=None):
     script = ('import sys, urllib.request as u, urllib.error as e\n'
               'req = u.Request("http://127.0.0.1:%d%s", method=%r, data=b"" if %r == "POST" else None,\n'
               '  headers={"Authorization": "Bearer " + sys.argv[1]} if sys.argv[1] else {})\n'
-              'try:\n  r = u.urlopen(req, timeout=10); print(r.status); print(r.read().decode())\n'
-              'except e.HTTPError as x:\n  print(x.code); print(x.read().decode())\n') % (port, path, method, method)
+              'try:\n  r = u.urlopen(req, timeout=10); print(r.status); sys.stdout.write(r.read().decode())\n'
+              'except e.HTTPError as x:\n  print(x.code); sys.stdout.write(x.read().decode())\n') % (port, path, method, method)
     out = fleet.run(target, ['python3', '-c', script, key or ''], check=True).stdout
     status, _, body = out.partition('\n')
     return int(status), body
@@ -323,7 +323,7 @@ def test_a_secret_flag_in_server_or_extra_args_or_an_open_host_is_refused_before
          "sglang_server_args['admin-api-key']: --admin-api-key takes a secret"),
         (dict(sglang_extra_args=['--admin-api-key=' + admin]), 'sglang_extra_args[0]: --admin-api-key takes a secret'),
         (dict(sglang_extra_args=['--admin-api', admin]),
-         'sglang_extra_args[0]: --admin-api (argparse expands it to --admin-api-key) takes a secret'),
+         'sglang_extra_args[0]: --admin-api (a prefix of --admin-api-key, which argparse takes for it) takes a secret'),
     ]
     for overrides, expected in cases:
         bad = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t10', 30100, sglang_env=env, **overrides))

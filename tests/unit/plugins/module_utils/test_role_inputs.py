@@ -191,12 +191,12 @@ def test_secret_args_need_a_python_m_launcher_too():
 @pytest.mark.parametrize('args, extra, named', [
     ({'admin-api-key': 'sk-1'}, [], "sglang_server_args['admin-api-key']: --admin-api-key takes a secret"),
     ({'admin_api_key': 'sk-1'}, [], "sglang_server_args['admin_api_key']: --admin-api-key takes a secret"),
-    ({'admin-api': 'sk-1'}, [], "--admin-api (argparse expands it to --admin-api-key) takes a secret"),
+    ({'admin-api': 'sk-1'}, [], "--admin-api (a prefix of --admin-api-key, which argparse takes for it) takes a secret"),
     ({'ssl-keyfile-password': 'sk-1'}, [], "set it in sglang_secret_args['ssl-keyfile-password']"),
     ({'watermark-config': '{"key": "sk-1"}'}, [], "set it in sglang_secret_args['watermark-config']"),
     ({}, ['--admin-api-key', 'sk-1'], "sglang_extra_args[0]: --admin-api-key takes a secret"),
     ({}, ['--trust-remote-code', '--admin-api-key=sk-1'], "sglang_extra_args[1]: --admin-api-key takes a secret"),
-    ({}, ['--ssl-keyfile-pass=sk-1'], "--ssl-keyfile-pass (argparse expands it to --ssl-keyfile-password)"),
+    ({}, ['--ssl-keyfile-pass=sk-1'], "--ssl-keyfile-pass (a prefix of --ssl-keyfile-password, which argparse takes for it)"),
 ])
 def test_secret_flags_in_server_or_extra_args_are_refused_naming_the_variable(args, extra, named):
     found = problems(sglang_server_args=args, sglang_extra_args=extra)
