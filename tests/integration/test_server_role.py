@@ -294,7 +294,7 @@ def test_secret_args_reach_the_server_and_nothing_else(fleet, standin_host):
     for where, text in (('argv', argv), ('environment', environ), ('unit', unit_text), ('journal', verbose),
                         ('/server_info', info)):
         assert admin not in text, 'the admin key is in the %s of %s' % (where, unit)
-    assert 'LLMOPS_SGLANG_SECRET' not in environ and 'admin-api-key' not in argv
+    assert 'LLMOPS_SGLANG_SECRET_' not in environ and 'admin-api-key' not in argv
     # The files that hold it (the journal's own files included) are root's alone, in root-only directories.
     holders = fleet.run(target, 'grep -rlF -- %s /etc /var /run /tmp /usr/local /opt /root 2>/dev/null' % admin).stdout.split()
     assert '/etc/sglang/sglang-t9.secrets.env' in holders, holders
