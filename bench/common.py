@@ -21,6 +21,9 @@ COLLECTIONS = REPO / ".build" / "collections"
 # The sections of a run, in the order bench/cli.py runs them (--only / --skip choices).
 SECTIONS = ("rollout", "cpu", "lag", "sync", "router")
 PORT = 30002
+# The bench units listen on 0.0.0.0 (the seeds' loops probe them from the controller), which the server role refuses
+# without an API key: every probe sends this one (a private fleet's throwaway value, not a secret).
+API_KEY = "sk-bench-8c3e51a07d"
 MODEL_NAME = "kimi-k2.6"
 EVENT_LOG = "/var/lib/sglang-bench/events.jsonl"
 TOOLS = ("waiter", "seed1", "seed2", "uri")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from fleet.client import Fleet, FleetTool  # tests/fleet: run.py puts tests/ on sys.path
 
-from .common import BENCH, EVENT_LOG, MODEL_NAME, PORT, REPO, run_playbook
+from .common import API_KEY, BENCH, EVENT_LOG, MODEL_NAME, PORT, REPO, run_playbook
 
 __metaclass__ = type  # pylint: disable=invalid-name
 
@@ -88,7 +88,7 @@ def prepare_hosts(fleet):
         if run["rc"] != 0:
             raise RuntimeError("demo_prepare.yml failed:\n" + run["tail"])
     run = run_playbook(fleet, BENCH / "playbooks" / "units.yml", limit=",".join(names),
-                       extra={"bench_hosts": ",".join(names), "bench_port": PORT, "bench_model": MODEL_NAME,
+                       extra={"bench_hosts": ",".join(names), "bench_port": PORT, "bench_model": MODEL_NAME, "bench_api_key": API_KEY,
                               "bench_env": fleet.group_vars.get("sglang_env", {})})
     if run["rc"] != 0:
         raise RuntimeError("the benchmark's units (bench/playbooks/units.yml) failed:\n" + run["tail"])

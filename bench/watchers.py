@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from . import hostcpu  # bench/hostcpu.py: the same /proc process table on this machine as on the hosts
-from .common import BENCH, MODEL_NAME, PORT, REPO, ansible_env
+from .common import API_KEY, BENCH, MODEL_NAME, PORT, REPO, ansible_env
 
 __metaclass__ = type  # pylint: disable=invalid-name
 
@@ -99,6 +99,7 @@ class Watcher:
 
 def make_watchers(fleet, host, waiter_args):
     env = ansible_env()
+    waiter_args = dict(waiter_args, api_key=API_KEY)  # the units are keyed (bench/playbooks/tasks/unit.yml)
     venv_bin = Path(sys.executable).parent
     waiter_argv = [str(venv_bin / "ansible"), host["name"], "-i", str(fleet.inventory), "-o", "-m",
                    "llmops.sglang.sglang_wait_ready", "-a", json.dumps(waiter_args)]
@@ -106,10 +107,11 @@ def make_watchers(fleet, host, waiter_args):
     # The action plugin's live progress reads the module's progress file over ssh every few seconds; without them:
     waiter_quiet = Watcher("waiter", waiter_argv + ["-e", "sglang_wait_progress=false"], env)
     seed1 = Watcher("seed1", ["bash", str(BENCH / "baselines" / "seed1_models_loop.sh"), host["address"], str(PORT),
-                              waiter_args["unit"], fleet.key])
+                              waiter_args["unit"], fleet.key, API_KEY])
     seed2 = Watcher("seed2", ["bash", str(BENCH / "baselines" / "seed2_chat_loop.sh"), host["address"], str(PORT),
-                              waiter_args["unit"], fleet.key, MODEL_NAME])
+                              waiter_args["unit"], fleet.key, MODEL_NAME, API_KEY])
     uri = Watcher("uri", [str(venv_bin / "ansible-playbook"), "-i", str(fleet.inventory),
                           str(BENCH / "playbooks" / "uri_until.yml"), "-e",
-                          json.dumps({"bench_host": host["name"], "bench_port": PORT, "bench_model": MODEL_NAME})], env)
+                          json.dumps({"bench_host": host["name"], "bench_port": PORT, "bench_model": MODEL_NAME,
+                                      "bench_api_key": API_KEY})], env)
     return {"waiter": waiter, "seed1": seed1, "seed2": seed2, "uri": uri, "waiter_quiet": waiter_quiet}

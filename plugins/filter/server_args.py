@@ -14,6 +14,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.server_args import (
     build_argv,
     environment_lines,
     parser_refusal,
+    secret_environment,
     systemd_exec_line,
 )
 
@@ -42,6 +43,14 @@ def systemd_environment_lines(env, where='sglang_env'):
         raise AnsibleFilterError(str(exc))
 
 
+def sglang_secret_environment(secret_args):
+    """Filter: sglang_secret_args (secret flag -> value) -> the secrets file's LLMOPS_SGLANG_SECRET_* variables."""
+    try:
+        return secret_environment(secret_args)
+    except ServerArgsError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
 def sglang_parser_refusal(stderr, server_args=None, extra_args=None, reserved=None):
     """Filter: SGLang's parser output -> {error, variable}: its words and the role variable they point at."""
     return parser_refusal(stderr, server_args, extra_args, reserved)
@@ -56,4 +65,5 @@ class FilterModule(object):
             'systemd_exec_line': systemd_exec,
             'systemd_environment_lines': systemd_environment_lines,
             'sglang_parser_refusal': sglang_parser_refusal,
+            'sglang_secret_environment': sglang_secret_environment,
         }

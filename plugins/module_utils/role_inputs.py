@@ -12,12 +12,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import ipaddress
 import re
 
 from ansible_collections.llmops.sglang.plugins.module_utils.server_args import (
     ServerArgsError,
     build_argv,
     environment_lines,
+    secret_environment,
 )
 from ansible_collections.llmops.sglang.plugins.module_utils.model_sync import check_manifest
 from ansible_collections.llmops.sglang.plugins.module_utils.model_sync_access import known_hosts_problem, ssh_options_problem
@@ -34,14 +36,30 @@ _LIMIT = re.compile(r'^%s(:%s)?$' % (_LIMIT_PART, _LIMIT_PART))
 # A pip version specifier's version (PEP 440 characters).
 _VERSION = re.compile(r'^[A-Za-z0-9][A-Za-z0-9.+!_-]*$')
 _CONTROL = re.compile(r'[\x00-\x1f\x7f]')
-_LOOPBACK = ('127.0.0.1', 'localhost', '::1')
 STATES = ('started', 'stopped', 'restarted', 'absent')
 # The waiter's options the role passes on (roles/server/tasks/wait.yml); sglang_wait may set only these.
 WAIT_OPTIONS = ('timeout', 'stall_timeout', 'max_restarts', 'probe', 'request_timeout', 'prompt', 'max_tokens',
                 'expect', 'headers', 'validate_certs', 'since', 'poll_interval', 'max_poll_interval', 'progress_file',
                 'model')
 INSTANCE_KEYS = ('name', 'port', 'server_args', 'env', 'extra_args', 'served_model_name', 'state')
-SECRET_VARIABLES = ('sglang_api_key', 'sglang_hf_token')
+SECRET_VARIABLES = ('sglang_api_key', 'sglang_hf_token', 'sglang_secret_args')
+
+
+def is_loopback(host):
+    """Whether SGLang bound to ``host`` is reachable from this host only: 127.0.0.0/8, ::1 or localhost. The
+    wildcards (0.0.0.0, ::, and '' which SGLang's url() also treats as 0.0.0.0, server_args.py:458-468), every other
+    address and every other name count as reachable from the network."""
+    if not isinstance(host, str):
+        return False
+    name = host.strip().lower()
+    if name == 'localhost':
+        return True
+    if name.startswith('[') and name.endswith(']'):
+        name = name[1:-1]
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def shown(name, value):
@@ -173,7 +191,7 @@ def server_problems(values, reserved=None, group_hosts=None, inventory_hostname=
         if not isinstance(account, str) or not _ACCOUNT.match(account):
             problems.add(var, account, 'expected a system account name (lowercase letters, digits, "_" and "-")')
 
-    for var in SECRET_VARIABLES:
+    for var in ('sglang_api_key', 'sglang_hf_token'):
         secret = get(var, '')
         if secret is None:
             continue
@@ -182,9 +200,27 @@ def server_problems(values, reserved=None, group_hosts=None, inventory_hostname=
         elif _CONTROL.search(secret):
             problems.add(var, secret, 'must not contain a line break or other control character '
                                       '(it is written to an EnvironmentFile and sent as an HTTP header)')
-    if get('sglang_api_key') and launcher and (len(launcher) < 3 or launcher[1] != '-m'):
-        problems.add('sglang_launcher', launcher, 'with sglang_api_key set, expected the form [python, -m, module] '
-                                                  '(the key is handed to SGLang in-process, never on a command line)')
+    secret_args = get('sglang_secret_args', {})
+    secret_env = {}
+    try:
+        secret_env = secret_environment(secret_args)
+    except ServerArgsError as exc:
+        problems.append(str(exc))
+    for flag in sorted(secret_args if isinstance(secret_args, dict) else {}, key=str):
+        value = secret_args[flag]
+        if isinstance(value, str) and _CONTROL.search(value):
+            problems.append('sglang_secret_args[%r]=<hidden, %d characters>: must not contain a line break or other '
+                            'control character (it is written to an EnvironmentFile)' % (flag, len(value)))
+    if (get('sglang_api_key') or secret_env) and launcher and (len(launcher) < 3 or launcher[1] != '-m'):
+        problems.add('sglang_launcher', launcher, 'with sglang_api_key or sglang_secret_args set, expected the form '
+                                                  '[python, -m, module] (the secrets are handed to SGLang in-process, '
+                                                  'never on a command line)')
+    # Beyond loopback without a key, anyone who reaches the port drives the server. SGLang 0.5.23 then asks for the
+    # key on every endpoint but /health*, /ready* and /metrics* (utils/auth.py:101-106, :145-151).
+    if starting and isinstance(host, str) and not is_loopback(host) and not get('sglang_api_key'):
+        problems.add('sglang_host', host, 'reachable from the network (not 127.0.0.0/8, ::1 or localhost) without a key: '
+                                          'set sglang_api_key (then every endpoint but /health, /ready and /metrics '
+                                          'needs it), or bind sglang_host to 127.0.0.1')
 
     group = get('sglang_multinode_group', '')
     if group:
@@ -192,7 +228,7 @@ def server_problems(values, reserved=None, group_hosts=None, inventory_hostname=
             problems.add('sglang_multinode_group', group, 'expected the name of an inventory group')
         elif inventory_hostname not in group_hosts:
             problems.add('sglang_multinode_group', group, 'expected a group this host (%s) is in' % inventory_hostname)
-        if host in _LOOPBACK:
+        if is_loopback(host):
             problems.add('sglang_host', host, 'a multi-node server (sglang_multinode_group=%r) needs an address the '
                                               'other nodes reach, not loopback' % group)
         dist_port = _port(problems, 'sglang_dist_init_port', get('sglang_dist_init_port'))
@@ -201,7 +237,7 @@ def server_problems(values, reserved=None, group_hosts=None, inventory_hostname=
 
     routers = get('sglang_router_hosts', [])
     _string_list(problems, 'sglang_router_hosts', routers, 'inventory host names of the routers')
-    if isinstance(routers, list) and routers and host in _LOOPBACK:
+    if isinstance(routers, list) and routers and is_loopback(host):
         problems.add('sglang_host', host, 'behind routers (sglang_router_hosts=%r) the server must listen on an address '
                                           'the routers reach (e.g. 0.0.0.0), not loopback' % (routers,))
 

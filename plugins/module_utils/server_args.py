@@ -14,6 +14,14 @@ __metaclass__ = type
 import json
 import re
 
+from ansible_collections.llmops.sglang.plugins.module_utils.secret_flags import (
+    CREDENTIAL_CONFIG_FLAGS,
+    SECRET_FLAGS,
+    env_name,
+    secret_flag_for,
+    variable_for,
+)
+
 # A flag name as SGLang's argparse knows them: lowercase words joined by dashes.
 _FLAG_NAME = re.compile(r'^[a-z0-9][a-z0-9-]*$')
 # Characters after which systemd would split, unquote or unescape a word.
@@ -52,6 +60,51 @@ def reserved_owner(flag, reserved):
         if name.startswith(flag):
             return reserved[name]
     return None
+
+
+# A key of an inline JSON config that names a credential (seaweedfs' access_key / secret_key, a password, a token).
+_CREDENTIAL_KEY = re.compile(r'(?i)key|secret|passw|token|credential')
+
+
+def secret_problem(flag, where):
+    """Why ``flag`` (bare name, or an abbreviation argparse would expand) may not be given in ``where``, or None:
+    a secret flag of SGLang 0.5.23 (module_utils/secret_flags.py) belongs in its own variable, never on the command
+    line (the journal, /proc/PID/cmdline and the 0644 unit show it to every local user)."""
+    secret = secret_flag_for(flag)
+    if secret is None:
+        return None
+    spelled = '--%s' % flag if flag == secret else '--%s (a prefix of --%s, which argparse takes for it)' % (flag, secret)
+    return ('%s: %s takes a secret, which on the command line every local user reads (/proc/PID/cmdline, the '
+            'journal, the unit file); set it in %s instead (handed to SGLang inside the process)'
+            % (where, spelled, variable_for(secret) if variable_for(secret) == 'sglang_api_key'
+               else '%s[%r]' % (variable_for(secret), secret)))
+
+
+def credential_keys(value):
+    """The credential-like keys of an inline JSON config (a dict, or a JSON object as text); [] for '@FILE', a path
+    or anything else."""
+    if isinstance(value, str):
+        if value.startswith('@'):
+            return []
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return []
+    if not isinstance(value, dict):
+        return []
+    return sorted(str(key) for key in value if _CREDENTIAL_KEY.search(str(key)))
+
+
+def credential_problem(flag, value, where):
+    """Why the value of a config flag that may carry credentials (secret_flags.CREDENTIAL_CONFIG_FLAGS) is refused,
+    or None. Only the offending key names are named, never a value."""
+    if flag not in CREDENTIAL_CONFIG_FLAGS:
+        return None
+    keys = credential_keys(value)
+    if not keys:
+        return None
+    return ('%s: --%s carries credentials inline (%s), which the command line and SGLang\'s /server_info show; '
+            'put them in %s instead' % (where, flag, ', '.join(keys), CREDENTIAL_CONFIG_FLAGS[flag]))
 
 
 def _extra_arg_flag(arg):
@@ -99,6 +152,10 @@ def build_argv(server_args=None, extra_args=None, reserved=None):
         owner = reserved_owner(flag, reserved)
         if owner:
             raise ServerArgsError('sglang_server_args: %r (--%s) is set by %s; set it there instead' % (name, flag, owner))
+        why = secret_problem(flag, 'sglang_server_args[%r]' % name) or credential_problem(
+            flag, value, 'sglang_server_args[%r]' % name)
+        if why:
+            raise ServerArgsError(why)
         if value is None or value is False:
             continue
         if value is True:
@@ -117,8 +174,53 @@ def build_argv(server_args=None, extra_args=None, reserved=None):
         if owner:
             # The value after it may be a secret (--api-key KEY): only the flag is named.
             raise ServerArgsError('sglang_extra_args[%d]: --%s is set by %s; set it there instead' % (index, flag, owner))
+        if flag:
+            inline = arg.split('=', 1)[1] if '=' in arg else None
+            following = extra_args[index + 1] if index + 1 < len(extra_args) else None
+            why = secret_problem(flag, 'sglang_extra_args[%d]' % index) or credential_problem(
+                flag, inline if inline is not None else following, 'sglang_extra_args[%d]' % index)
+            if why:
+                raise ServerArgsError(why)
         argv.append(str(arg))
     return argv
+
+
+def secret_environment(secret_args, where='sglang_secret_args'):
+    """The secrets file's variables for ``sglang_secret_args`` (flag -> value): {LLMOPS_SGLANG_SECRET_<FIELD>: text}.
+
+    Only SGLang 0.5.23's secret flags (module_utils/secret_flags.py) are taken, by their exact name (``admin-api-key``,
+    ``--admin-api-key`` or ``admin_api_key``); the API key has its own variable. An empty or null value sets nothing.
+    A dict value (``watermark-config``'s inline JSON) becomes compact JSON. Messages name the flag, never a value.
+    """
+    if secret_args is None:
+        return {}
+    if not isinstance(secret_args, dict):
+        raise ServerArgsError('%s must be a dict of flag: secret value, got %s' % (where, type(secret_args).__name__))
+    env = {}
+    seen = {}
+    takes = ', '.join(sorted(flag for flag in SECRET_FLAGS if variable_for(flag) == where))
+    for name in sorted(secret_args, key=str):
+        value = secret_args[name]
+        flag = normalize_flag(name, where)
+        if flag in seen:
+            raise ServerArgsError('%s: %r and %r are the same flag --%s' % (where, seen[flag], name, flag))
+        seen[flag] = name
+        if flag in SECRET_FLAGS and variable_for(flag) != where:
+            raise ServerArgsError('%s: %r (--%s) is set by %s; set it there instead' % (where, name, flag, variable_for(flag)))
+        if flag not in SECRET_FLAGS:
+            raise ServerArgsError('%s: %r is not a secret flag of SGLang 0.5.23; expected one of %s (every other flag '
+                                  'goes in sglang_server_args)' % (where, name, takes))
+        if value is None or value == '' or value == {}:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (str, int, float, dict)):
+            raise ServerArgsError('%s[%r]: expected a string%s, got %s' % (
+                where, name, ' or a dict (inline JSON)' if flag == 'watermark-config' else '', type(value).__name__))
+        if isinstance(value, dict):
+            if flag != 'watermark-config':
+                raise ServerArgsError('%s[%r]: expected a string, got dict' % (where, name))
+            value = json.dumps(value, separators=(',', ':'), sort_keys=True)
+        env[env_name(flag)] = str(value)
+    return env
 
 
 # argparse's own last words, as SGLang 0.5.23 prints them: "sglang serve: error: argument --x: invalid float value"

@@ -17,12 +17,15 @@ import sglang_release
 ROOT = sglang_release.ROOT
 
 # (inventory sources, extra vars) -> the (host, instance) pairs deploy_k26.yml deploys there; each must render.
+# The example inventories take their API key from a vaulted variable the operator adds (vault_sglang_api_key); a
+# stand-in value plays it here, as an extra var would.
+VAULT = {'vault_sglang_api_key': 'conformance-stand-in-key'}
 CASES = {
-    'ct200': ((['inventories/ct200'], {}), {('ct200-01', 'sglang-k26'), ('ct200-02', 'sglang-k26')}),
+    'ct200': ((['inventories/ct200'], VAULT), {('ct200-01', 'sglang-k26'), ('ct200-02', 'sglang-k26')}),
     # k26_servers holds the TP16 group too (one unit of the rollout, module_utils/rollout_plan.py)
-    'b300': ((['inventories/b300'], {}), {('b300-01', 'sglang-k26-ddtree'), ('b300-02', 'sglang-k26-ddtree'),
-                                          ('b300-03', 'sglang-k26'), ('b300-04', 'sglang-k26')}),
-    'b300-tp16': ((['inventories/b300'], {'k26_hosts': 'k26_tp16'}),
+    'b300': ((['inventories/b300'], VAULT), {('b300-01', 'sglang-k26-ddtree'), ('b300-02', 'sglang-k26-ddtree'),
+                                             ('b300-03', 'sglang-k26'), ('b300-04', 'sglang-k26')}),
+    'b300-tp16': ((['inventories/b300'], dict(VAULT, k26_hosts='k26_tp16')),
                   {('b300-03', 'sglang-k26'), ('b300-04', 'sglang-k26')}),
     'local': (None, {('gpu-01', 'sglang-k26'), ('gpu-02', 'sglang-k26')}),
 }
@@ -70,6 +73,15 @@ def test_every_rendered_argv_parses_with_the_real_parser(release, rendered, case
         assert [flag for flag in flags if flag not in options] == [], (host, instance)
         deprecated = {opt for row in release.flag_table() if row['deprecated'] for opt in row['option_strings']}
         assert [flag for flag in flags if flag in deprecated] == [], (host, instance)
+
+
+@pytest.mark.parametrize('case', ['ct200', 'b300', 'b300-tp16'])
+def test_the_example_inventories_key_their_servers_through_the_shim(rendered, case):
+    # They bind 0.0.0.0, which the role refuses without a key; the key reaches SGLang through the launcher shim only.
+    for (host, instance), item in sorted(rendered[case].items()):
+        assert '--host' in item['argv'] and item['argv'][item['argv'].index('--host') + 1] == '0.0.0.0'
+        assert item['command'][1] == '/usr/local/lib/llmops-sglang/sglang_launch.py', (host, instance)
+        assert not [word for word in item['command'] if VAULT['vault_sglang_api_key'] in word], (host, instance)
 
 
 def test_multinode_ranks_render_as_one_server(rendered):

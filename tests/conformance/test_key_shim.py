@@ -31,7 +31,7 @@ def shim(release):
     loaded = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(loaded)
     key = 'sk-' + secrets.token_hex(12)
-    loaded.mask_log_records(key)
+    loaded.mask_log_records([key])
     loaded.hand_key_to_server_args(key)
     try:
         yield module, key

@@ -13,6 +13,10 @@ PLAYBOOK = 'tests/integration/playbooks/multinode.yml'
 UNIT = 'sglang-tp16'
 PORT = 30090
 FAULT_FILE = '/etc/sglang/standin-fault'
+# The group listens on 0.0.0.0 (rank 1 reaches rank 0 across the network), which the role refuses without a key.
+KEY = 'sk-multinode-4b1e9d7c'
+MODELS = ('python3 -c "import urllib.request as u; u.urlopen(u.Request(\'http://127.0.0.1:%d/v1/models\', '
+          'headers={\'Authorization\': \'Bearer %s\'}))"' % (PORT, KEY))
 
 
 @pytest.fixture
@@ -30,12 +34,12 @@ def group(fleet, standin_venv, tmp_path):
     yield ranks, str(inventory)
     for host in ranks:
         fleet.run(host, 'systemctl stop {0}.service; systemctl reset-failed {0}.service; rm -rf /etc/systemd/system/{0}.service '
-                        '/etc/sglang/{0}.env /var/lib/sglang/{0} {1}; systemctl daemon-reload'.format(UNIT, FAULT_FILE))
+                        '/etc/sglang/{0}.env /etc/sglang/{0}.secrets.env /var/lib/sglang/{0} {1}; systemctl daemon-reload'.format(UNIT, FAULT_FILE))
 
 
 def deploy(fleet, inventory, limit=None, **overrides):
     values = {
-        'sglang_service_name': UNIT, 'sglang_port': PORT, 'sglang_host': '0.0.0.0', 'sglang_model_path': MODEL,
+        'sglang_service_name': UNIT, 'sglang_port': PORT, 'sglang_host': '0.0.0.0', 'sglang_api_key': KEY, 'sglang_model_path': MODEL,
         'sglang_tp_size': 16, 'sglang_user': 'root', 'sglang_group': 'root',
         'sglang_server_args': {'trust-remote-code': True, 'reasoning-parser': 'kimi_k2'},
         'sglang_env': {'SGLANG_STANDIN_PACE': '0.01', 'SGLANG_STANDIN_FAULT_FILE': FAULT_FILE},
@@ -54,7 +58,7 @@ def test_two_nodes_serve_one_model_and_a_crash_on_rank_1_fails_the_group(fleet, 
     assert '--nnodes 2 --node-rank 1 --dist-init-addr %s:50000' % rank0.address in argv, argv
     # Only rank 0 serves the API; rank 1's wait probed it across the network. Rank 1 answers a dummy /health
     # (SGLang 0.5.23 utils/common.py:3624) and nothing else.
-    fleet.run(rank0, 'python3 -c "import urllib.request as u; u.urlopen(\'http://127.0.0.1:%d/v1/models\')"' % PORT, check=True)
+    fleet.run(rank0, MODELS, check=True)
     assert '404' in fleet.run(rank1, 'python3 -c "import urllib.request as u; u.urlopen(\'http://127.0.0.1:%d/v1/models\')"'
                                      % PORT).stderr
 
@@ -98,7 +102,7 @@ def test_restart_and_stop_go_rank_0_first_and_never_wait_out_the_stop_timeout(fl
     after = fleet.run(rank0, show, check=True).stdout
     assert after != before and 'ActiveState=active' in after, 'rank 0 restarted and runs: %s' % after
     # The group serves again (rank 1's wait already proved it; ask once more from rank 0 itself).
-    fleet.run(rank0, 'python3 -c "import urllib.request as u; u.urlopen(\'http://127.0.0.1:%d/v1/models\')"' % PORT, check=True)
+    fleet.run(rank0, MODELS, check=True)
 
     # The whole group stops, rank 0 first; rank 1 ends by itself on the ShutdownReq.
     result = deploy(fleet, inventory, sglang_state='stopped', **timeouts)

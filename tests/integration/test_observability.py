@@ -30,6 +30,9 @@ ROLE_FILES = Path(__file__).resolve().parents[2] / 'roles' / 'monitoring' / 'fil
 UNIT = 'sglang-obs'
 STATE_DIR = '/var/lib/sglang/sglang-obs'  # the unit's state dir: removed with it by the host fixture
 PORT = 30040
+# It listens on 0.0.0.0 (Prometheus scrapes it through the fleet address), which the role refuses without a key;
+# /metrics needs none (SGLang 0.5.23 utils/auth.py:101-106), which the scrape below shows.
+KEY = 'sk-obs-2f8a61d3'
 DEADLINE = 180  # an upper bound for Prometheus to see a change; never a timing assertion
 MONITORING_VARS = {
     'monitoring_scrape_interval': '1s', 'monitoring_scrape_timeout': '1s', 'monitoring_evaluation_interval': '1s',
@@ -105,7 +108,7 @@ def deploy(fleet, target, fault=None):
     env = {'SGLANG_STANDIN_PACE': '0.01', 'SGLANG_STANDIN_STATE_DIR': STATE_DIR}
     if fault:
         env['SGLANG_STANDIN_FAULT'] = fault
-    variables = role_vars(target, UNIT, PORT, sglang_host='0.0.0.0', sglang_env=env)
+    variables = role_vars(target, UNIT, PORT, sglang_host='0.0.0.0', sglang_api_key=KEY, sglang_env=env)
     return fleet.playbook(SERVER_PLAYBOOK, variables)
 
 
@@ -156,7 +159,7 @@ def test_prometheus_sees_deploys_failures_and_alerts(fleet, observed):
     # SGLang's own metrics move with requests
     requests_before = prom.value('sum(sglang:num_requests_total{unit="%s.service"})' % UNIT)
     for _request in range(3):
-        completion(fleet, target, PORT)
+        completion(fleet, target, PORT, api_key=KEY)
     prom.until('3 more requests', lambda: prom.value('sum(sglang:num_requests_total)') >= requests_before + 3)
     (tokens,) = prom.query('sglang:max_total_num_tokens')
     assert tokens['metric']['model_name'] == 'kimi-k2.6' and float(tokens['value'][1]) > 0
@@ -214,7 +217,7 @@ def test_prometheus_sees_deploys_failures_and_alerts(fleet, observed):
 
     # every dashboard query evaluates and returns series (after traffic, the failed deploy and the restart)
     for _request in range(2):
-        completion(fleet, target, PORT)
+        completion(fleet, target, PORT, api_key=KEY)
     for title, expr in dashboard_queries():
         prom.until('%s: %s returns series' % (title, expr), lambda expr=expr: prom.query(expr))
 

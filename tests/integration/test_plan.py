@@ -21,7 +21,11 @@ TEST_ENV = {'SGLANG_STANDIN_PACE': '0.02', 'SGLANG_STANDIN_GPU': 'rtx_pro_6000',
 ROLLOUT_PLAY = 'PLAY [Roll out the restarts of Kimi K2.6]'
 # Two secrets, as a production fleet has (an API key, a Hugging Face token): the plan compares the secrets file by
 # digest, and a no-op must find it unchanged (a digest rendered unlike the file would restart every host, every run).
-SECRETS = {'sglang_api_key': 'sk-plan-7d1c05e2b9', 'sglang_hf_token': 'hf_plan_3a8f60c41e'}
+# sglang_secret_args' values go to the same file (module_utils/secret_flags.py): unchanged, no restart; changed, one.
+SECRETS = {'sglang_api_key': 'sk-plan-7d1c05e2b9', 'sglang_hf_token': 'hf_plan_3a8f60c41e',
+           'sglang_secret_args': {'admin-api-key': 'sk-plan-admin-5e0c7a91'}}
+SECRET_VALUES = ['sk-plan-7d1c05e2b9', 'hf_plan_3a8f60c41e', 'sk-plan-admin-5e0c7a91']
+SECRETS_FILE = '/etc/sglang/sglang-k26.secrets.env'
 
 
 def deploy(fleet, inventory, *args, **extra_vars):
@@ -93,7 +97,7 @@ def test_a_noop_rerun_plans_nothing_and_restarts_nothing(plan_fleet):
     assert rollout_batches(result.stdout) == [] or rollout_batches(result.stdout) == [[]], result
     assert re.findall(r'changed=(\d+)', result.stdout) and set(re.findall(r'changed=(\d+)', result.stdout)) == {'0'}, result
     assert dict((h.name, invocation(fleet, h)) for h in (single, rank0, rank1)) == before
-    assert not [value for value in SECRETS.values() if value in result.stdout], 'a secret in the output'
+    assert not [value for value in SECRET_VALUES if value in result.stdout], 'a secret in the output'
     # The fleet report still shows every host, from the plan's observation.
     for host in (single, rank0, rank1):
         assert re.search(r'%s\s+%s\s+active since' % (host.name, re.escape(UNIT)), result.stdout), result
@@ -124,6 +128,26 @@ def test_only_the_changed_host_goes_through_the_rollout(plan_fleet):
     assert after[single.name] != before[single.name]
     assert after[rank0.name] == before[rank0.name] and after[rank1.name] == before[rank1.name]
     assert 'DRIFT' not in fleet.run(single, 'cat %s' % ENV_FILE, check=True).stdout
+
+
+def test_a_changed_secret_restarts_its_host_and_shows_no_value(plan_fleet):
+    fleet, inventory, single, rank0, rank1 = plan_fleet
+    # The host's admin key differs from the inventory's (as after a rotation on the controller): only the secrets
+    # file's digest tells, and the plan must restart that host with the inventory's key.
+    fleet.run(single, 'sed -i "s/sk-plan-admin-5e0c7a91/sk-plan-admin-rotated/" %s && grep -q rotated %s'
+              % (SECRETS_FILE, SECRETS_FILE), check=True)
+    before = dict((h.name, invocation(fleet, h)) for h in (single, rank0, rank1))
+    result = deploy(fleet, inventory)
+    assert result.rc == 0, result
+    rows = plan_rows(result.stdout)
+    assert rows == {single.name: ('restart', 'yes'), rank0.name: ('none', 'no'), rank1.name: ('none', 'no')}, result
+    assert 'secrets changed' in result.stdout, result
+    assert not [value for value in SECRET_VALUES + ['sk-plan-admin-rotated'] if value in result.stdout]
+    after = dict((h.name, invocation(fleet, h)) for h in (single, rank0, rank1))
+    assert after[single.name] != before[single.name]
+    assert after[rank0.name] == before[rank0.name] and after[rank1.name] == before[rank1.name]
+    assert 'LLMOPS_SGLANG_SECRET_ADMIN_API_KEY="sk-plan-admin-5e0c7a91"' in fleet.run(
+        single, 'cat %s' % SECRETS_FILE, check=True).stdout
 
 
 def test_a_change_on_rank_1_rolls_the_whole_group_in_one_batch(plan_fleet):

@@ -13,7 +13,7 @@ import shlex
 
 import pytest
 
-from server_helpers import PACE, PLAYBOOK, VENV, completion, recap, role_vars, unit_show, venv_version
+from server_helpers import PACE, PLAYBOOK, SERVER_ARGS, VENV, completion, recap, role_vars, unit_show, venv_version
 
 
 def test_fresh_deploy_is_ready_and_second_run_changes_nothing(fleet, standin_host):
@@ -235,3 +235,107 @@ def test_a_refused_argv_fails_before_the_old_server_stops(fleet, standin_host, s
         assert 'keeps its running configuration' in result.stdout, result
         assert unit_state(fleet, target, 'sglang-t9') == before
     assert completion(fleet, target, 30095)['choices'], 'the old server still answers'
+
+
+def _unit_procs(fleet, target, unit):
+    group = unit_show(fleet, target, unit, 'ControlGroup')['ControlGroup']
+    return sorted(set(fleet.run(target, 'cat /sys/fs/cgroup{,/unified,/systemd}%s/cgroup.procs 2>/dev/null'
+                                % group).stdout.split()))
+
+
+def _http(fleet, target, port, method, path, key=None):
+    """(status, body) of one request from the host itself."""
+    script = ('import sys, urllib.request as u, urllib.error as e\n'
+              'req = u.Request("http://127.0.0.1:%d%s", method=%r, data=b"" if %r == "POST" else None,\n'
+              '  headers={"Authorization": "Bearer " + sys.argv[1]} if sys.argv[1] else {})\n'
+              'try:\n  r = u.urlopen(req, timeout=10); print(r.status); sys.stdout.write(r.read().decode())\n'
+              'except e.HTTPError as x:\n  print(x.code); sys.stdout.write(x.read().decode())\n') % (port, path, method, method)
+    out = fleet.run(target, ['python3', '-c', script, key or ''], check=True).stdout
+    status, _, body = out.partition('\n')
+    return int(status), body
+
+
+def test_secret_args_reach_the_server_and_nothing_else(fleet, standin_host):
+    """--admin-api-key through sglang_secret_args: in no argv, environment, unit, journal line, /server_info answer or
+    world-readable file of the host, and the server enforces it (0.5.23 utils/auth.py:128-151: with an admin key the
+    admin route /freeze_gc takes that key only, http_server.py:1254-1256; the API key still guards the rest)."""
+    target, units = standin_host
+    units.append('sglang-t9')
+    unit = 'sglang-t9.service'
+    # Fresh values each run, so that what an earlier run left in the host's journal cannot hide or fake a leak.
+    key, admin = 'sk-api-' + secrets.token_hex(8), 'sk-admin-' + secrets.token_hex(8)
+    result = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t9', 30095, sglang_api_key=key,
+                                                sglang_secret_args={'admin-api-key': admin}), extra_args=['--diff', '-v'])
+    assert result.rc == 0, result
+    assert admin not in result.stdout and admin not in result.stderr
+    # The server has it: the admin route answers with the admin key only, the API key no longer opens it.
+    assert _http(fleet, target, 30095, 'POST', '/freeze_gc', admin) == (200, 'Garbage collection frozen.\n')
+    assert _http(fleet, target, 30095, 'POST', '/freeze_gc', key)[0] == 401
+    assert _http(fleet, target, 30095, 'POST', '/freeze_gc')[0] == 401
+    assert _http(fleet, target, 30095, 'GET', '/v1/models', admin)[0] == 401  # the admin key opens no ordinary route
+    assert _http(fleet, target, 30095, 'GET', '/v1/models', key)[0] == 200
+    # ... and used it itself: SGLang's post-warmup POST /freeze_gc sends the admin key (http_server.py:2553-2569)
+    invocation = unit_show(fleet, target, unit, 'InvocationID')['InvocationID']
+    journal = fleet.run(target, 'journalctl -o verbose _SYSTEMD_INVOCATION_ID=%s' % invocation, check=True).stdout
+    assert 'POST /freeze_gc HTTP/1.1" 200' in journal and 'post-warmup freeze_gc failed' not in journal, journal[-3000:]
+    status, info = _http(fleet, target, 30095, 'GET', '/server_info', key)
+    assert status == 200 and json.loads(info)['admin_api_key'] == '<redacted>'  # set on the record, shown masked
+    procs = _unit_procs(fleet, target, unit)
+    assert len(procs) > 1, procs
+    argv = fleet.run(target, 'for p in %s; do tr "\\0" " " < /proc/$p/cmdline; echo; done' % ' '.join(procs),
+                     check=True).stdout
+    environ = fleet.run(target, 'for p in %s; do tr "\\0" "\\n" < /proc/$p/environ; done' % ' '.join(procs),
+                        check=True).stdout
+    unit_text = fleet.run(target, 'systemctl cat %s' % unit, check=True).stdout
+    verbose = fleet.run(target, 'journalctl -o verbose -u %s' % unit, check=True).stdout
+    # what was watched was seen: the launcher's argv, its environment, the unit and the journal's _CMDLINE fields
+    assert 'sglang_launch.py' in argv and 'SGLANG_STANDIN_PACE' in environ and 'ExecStart=' in unit_text
+    assert '_CMDLINE=' in verbose and 'sglang_launch.py' in verbose
+    for where, text in (('argv', argv), ('environment', environ), ('unit', unit_text), ('journal', verbose),
+                        ('/server_info', info)):
+        assert admin not in text, 'the admin key is in the %s of %s' % (where, unit)
+    assert 'LLMOPS_SGLANG_SECRET_' not in environ and 'admin-api-key' not in argv
+    # The files that hold it (the journal's own files included) are root's alone, in root-only directories.
+    holders = fleet.run(target, 'grep -rlF -- %s /etc /var /run /tmp /usr/local /opt /root 2>/dev/null' % admin).stdout.split()
+    assert '/etc/sglang/sglang-t9.secrets.env' in holders, holders
+    for path in holders:
+        mode = fleet.run(target, 'stat -c "%%a %%U" %s; stat -c "%%a %%U" "$(dirname %s)"' % (path, path),
+                         check=True).stdout.split('\n')
+        assert path.endswith('secrets.env') and mode[0] == '600 root', (path, mode)
+    secrets_file = fleet.run(target, 'cat /etc/sglang/sglang-t9.secrets.env', check=True).stdout
+    assert 'LLMOPS_SGLANG_SECRET_ADMIN_API_KEY="%s"' % admin in secrets_file
+
+
+def test_a_secret_flag_in_server_or_extra_args_or_an_open_host_is_refused_before_anything_changes(fleet, standin_host):
+    target, units = standin_host
+    units.append('sglang-t10')
+    first = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t10', 30100))
+    assert first.rc == 0, first
+    state = ('md5sum /etc/systemd/system/sglang-t10.service /etc/sglang/sglang-t10.env; '
+             'ls /etc/sglang; systemctl show -p InvocationID,ActiveState sglang-t10.service')
+    before = fleet.run(target, state, check=True).stdout
+    assert 'ActiveState=active' in before
+    admin = 'sk-admin-' + secrets.token_hex(8)
+    # Each would also change the environment file (another pace): nothing may be written before the refusal.
+    env = {'SGLANG_STANDIN_PACE': '0.02'}
+    cases = [
+        (dict(sglang_server_args=dict(SERVER_ARGS, **{'admin-api-key': admin})),
+         "sglang_server_args['admin-api-key']: --admin-api-key takes a secret"),
+        (dict(sglang_extra_args=['--admin-api-key=' + admin]), 'sglang_extra_args[0]: --admin-api-key takes a secret'),
+        (dict(sglang_extra_args=['--admin-api', admin]),
+         'sglang_extra_args[0]: --admin-api (a prefix of --admin-api-key, which argparse takes for it) takes a secret'),
+    ]
+    for overrides, expected in cases:
+        bad = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t10', 30100, sglang_env=env, **overrides))
+        out = ' '.join(bad.stdout.split())
+        assert bad.rc != 0 and expected in out and "sglang_secret_args['admin-api-key']" in out, bad
+        assert admin not in bad.stdout and admin not in bad.stderr
+        assert fleet.run(target, state, check=True).stdout == before
+    # Reachable from the network without a key.
+    open_host = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t10', 30100, sglang_env=env, sglang_host='0.0.0.0'))
+    out = ' '.join(open_host.stdout.split())
+    assert open_host.rc != 0 and "sglang_host='0.0.0.0': reachable from the network" in out, open_host
+    assert 'set sglang_api_key' in out
+    assert fleet.run(target, state, check=True).stdout == before
+    assert fleet.run(target, 'ss -ltn "sport = :30100"', check=True).stdout.count('127.0.0.1:30100') == 1
+

@@ -229,6 +229,33 @@ def test_api_key_reaches_the_log_and_server_info(launch, standin_python, model_d
     assert server.wait_exit() == 0
 
 
+def test_admin_api_key_guards_the_admin_route_only(launch, standin_python, model_dir):
+    """0.5.23 utils/auth.py:128-151: /freeze_gc (ADMIN_OPTIONAL, entrypoints/http_server.py:1254-1256) takes the admin
+    key when one is set, and then not the API key; the admin key opens no NORMAL route. The post-warmup POST
+    /freeze_gc sends the admin key (http_server.py:2553-2569)."""
+    key, admin = "sk-standin-api-1", "sk-standin-admin-2"
+    server = launch(standin_python, model_dir, "--api-key", key, "--admin-api-key", admin)
+    server.wait_ready()
+    server.wait_for(r'"POST /freeze_gc HTTP/1.1" 200')
+    assert "post-warmup freeze_gc failed" not in server.output
+    bearer = lambda value: {"Authorization": "Bearer " + value}  # noqa: E731
+    assert server.request("POST", "/freeze_gc", headers=bearer(admin))[0] == 200
+    assert server.request("POST", "/freeze_gc", headers=bearer(key)) == (401, {"error": "Unauthorized"})
+    assert server.request("POST", "/freeze_gc")[0] == 401
+    assert server.request("GET", "/v1/models", headers=bearer(admin))[0] == 401
+    assert server.request("GET", "/v1/models", headers=bearer(key))[0] == 200
+    assert server.request("GET", "/metrics")[0] in (200, 404)  # never 401
+    server.signal(signal.SIGTERM)
+    assert server.wait_exit() == 0
+    # without an admin key the API key opens the admin route (auth.py:136-139)
+    server = launch(standin_python, model_dir, "--api-key", key)
+    server.wait_ready()
+    assert server.request("POST", "/freeze_gc", headers=bearer(key))[0] == 200
+    assert server.request("POST", "/freeze_gc")[0] == 401
+    server.signal(signal.SIGTERM)
+    assert server.wait_exit() == 0
+
+
 def test_sigterm_drains_in_flight_request(launch, standin_python, model_dir):
     """0.5.23 tokenizer_manager.py:4065-4070 (the line), :3508-3571 (drain every 5 s x pace, no timeout, new requests
     still answered), http_server.py:714-733 (/health, /ready 503 meanwhile), exit 0."""

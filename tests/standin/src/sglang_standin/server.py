@@ -27,7 +27,10 @@ from sglang_standin.scheduler import GPUS
 from sglang.srt import server_args as server_args_module
 
 DEFAULT_PHASE_SECONDS = {"init": 20.0, "weights": 300.0, "kv_cache": 5.0, "cuda_graph": 60.0, "warmup": 5.0}
-UNGUARDED_PREFIXES = ("/health", "/ready", "/metrics")  # never need the api key
+UNGUARDED_PREFIXES = ("/health", "/ready", "/metrics")  # never need a key (0.5.23 utils/auth.py:101-106)
+# The routes served here that 0.5.23 marks @auth_level(AuthLevel.ADMIN_OPTIONAL) (entrypoints/http_server.py:1254-1256);
+# every other route served here is NORMAL. 0.5.23 marks no route ADMIN_FORCE (http_server.py:2253-2258).
+ADMIN_OPTIONAL_PATHS = ("/freeze_gc",)
 STARTING, UP, UNHEALTHY = "Starting", "Up", "UnHealthy"  # managers/io_struct ServerStatus
 
 
@@ -574,12 +577,13 @@ class Launcher(object):
                 os.kill(os.getpid(), signal.SIGQUIT)
                 return
 
-    def request_self(self, method, path, body=None, timeout=600.0):
+    def request_self(self, method, path, body=None, timeout=600.0, key=None):
         host = self.args.host if self.args.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
         conn = HTTPConnection(host, self.args.port, timeout=timeout)
         headers = {"Content-Type": "application/json"}
-        if self.args.api_key:
-            headers["Authorization"] = "Bearer " + self.args.api_key
+        key = key or self.args.api_key
+        if key:
+            headers["Authorization"] = "Bearer " + key
         try:
             conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
             response = conn.getresponse()
@@ -635,7 +639,9 @@ class Launcher(object):
         """_freeze_gc_after_server_warmup (0.5.23 http_server.py:2551-2569): POST /freeze_gc, timeout 10 s; a failure
         (e.g. not bound yet when the warmup is skipped) is only a warning."""
         try:
-            self.request_self("POST", "/freeze_gc", timeout=10)
+            # 0.5.23 http_server.py:2556-2559: the admin key when there is one, else the API key
+            self.request_self("POST", "/freeze_gc", timeout=10,
+                              key=getattr(self.args, "admin_api_key", None) or self.args.api_key)
         except OSError as err:
             self.log.warning("post-warmup freeze_gc failed\n" + signatures.traceback_text(
                 [signatures.sg("entrypoints/http_server.py", 2561, "_freeze_gc_after_server_warmup", "res = requests.post(")],
@@ -709,9 +715,18 @@ class Handler(BaseHTTPRequestHandler):
             return None
 
     def authorized(self):
-        """0.5.23 utils/auth.py:74-152 decide_request_auth (NORMAL level) and :192-204 (401 `{"error":"Unauthorized"}`)."""
-        key = self.launcher.args.api_key
-        if not key or self.command == "OPTIONS" or self.path.startswith(UNGUARDED_PREFIXES):
+        """0.5.23 utils/auth.py:74-151 decide_request_auth and :192-204 (401 `{"error":"Unauthorized"}`): /health*,
+        /ready*, /metrics* and OPTIONS are open (:98-106); an ADMIN_OPTIONAL route needs the admin key when one is
+        set, and then not the API key, else the API key when one is set (:128-143); a NORMAL route needs the API key
+        when one is set, the admin key never opens it (:145-151)."""
+        api_key = self.launcher.args.api_key
+        admin_key = getattr(self.launcher.args, "admin_api_key", None)
+        if self.command == "OPTIONS" or self.path.startswith(UNGUARDED_PREFIXES):
+            return True
+        key = api_key
+        if self.path.split("?", 1)[0] in ADMIN_OPTIONAL_PATHS:
+            key = admin_key or api_key
+        if not key:
             return True
         parts = self.headers.get("Authorization", "").split(" ", 1)
         if len(parts) == 2 and parts[0].lower() == "bearer" and hmac.compare_digest(parts[1].encode(), key.encode()):

@@ -117,7 +117,8 @@ def test_multinode_rules():
     values = good(sglang_multinode_group='k26_tp16', sglang_host='127.0.0.1', sglang_dist_init_port=30000)
     found = server_problems(values, RESERVED, ['gpu-01', 'gpu-02'], 'gpu-03')
     assert [p.split('=', 1)[0] for p in found] == ['sglang_multinode_group', 'sglang_host', 'sglang_dist_init_port']
-    assert server_problems(good(sglang_multinode_group='nope', sglang_host='10.0.0.1'), RESERVED, None, 'gpu-01') == [
+    assert server_problems(good(sglang_multinode_group='nope', sglang_host='10.0.0.1', sglang_api_key='k'), RESERVED, None,
+                           'gpu-01') == [
         "sglang_multinode_group='nope': expected the name of an inventory group"]
 
 
@@ -125,7 +126,7 @@ def test_behind_routers_the_server_must_not_listen_on_loopback():
     found = problems(sglang_router_hosts=['router-01'], sglang_host='127.0.0.1')
     assert found == ["sglang_host='127.0.0.1': behind routers (sglang_router_hosts=['router-01']) the server must listen "
                      "on an address the routers reach (e.g. 0.0.0.0), not loopback"]
-    assert problems(sglang_router_hosts=['router-01'], sglang_host='0.0.0.0') == []
+    assert problems(sglang_router_hosts=['router-01'], sglang_host='0.0.0.0', sglang_api_key='k') == []
     assert problems(sglang_router_hosts=[], sglang_host='127.0.0.1') == []
     assert [p.split('=', 1)[0] for p in problems(sglang_router_hosts='router-01')] == ['sglang_router_hosts']
 
@@ -133,6 +134,90 @@ def test_behind_routers_the_server_must_not_listen_on_loopback():
 def test_api_key_needs_a_python_m_launcher():
     found = problems(sglang_api_key='k', sglang_launcher=['/opt/v/bin/sglang', 'serve'])
     assert len(found) == 1 and found[0].startswith('sglang_launcher=') and '[python, -m, module]' in found[0]
+
+
+KEYLESS = ("reachable from the network (not 127.0.0.0/8, ::1 or localhost) without a key: set sglang_api_key (then "
+           "every endpoint but /health, /ready and /metrics needs it), or bind sglang_host to 127.0.0.1")
+
+
+@pytest.mark.parametrize('host', ['0.0.0.0', '::', '', '10.0.0.5', '192.0.2.10', 'gpu-01.example', '::ffff:10.0.0.1',
+                                  '[2001:db8::1]'])
+def test_a_server_reachable_from_the_network_needs_a_key(host):
+    found = problems(sglang_host=host)
+    assert "sglang_host=%r: %s" % (host, KEYLESS) in found
+    assert 'sglang_host' in found[-1] and 'sglang_api_key' in found[-1]
+    assert [p for p in problems(sglang_host=host, sglang_api_key='sk-x') if 'without a key' in p] == []
+
+
+@pytest.mark.parametrize('host', ['127.0.0.1', '127.0.0.2', '127.255.255.254', '::1', '[::1]', 'localhost', 'LOCALHOST'])
+def test_loopback_needs_no_key(host):
+    assert [p for p in problems(sglang_host=host) if 'without a key' in p] == []
+
+
+@pytest.mark.parametrize('state', ['stopped', 'absent'])
+def test_a_server_that_is_not_started_is_not_refused_for_its_host(state):
+    # stopping an open server must stay possible; only a start binds the address
+    assert [p for p in problems(sglang_host='0.0.0.0', sglang_state=state) if 'without a key' in p] == []
+
+
+def test_the_secret_args_take_exactly_the_secret_flags():
+    assert problems(sglang_secret_args={'admin-api-key': 'sk-admin', '--ssl-keyfile-password': 'pw',
+                                        'watermark_config': {'key': 'k1'}}) == []
+    assert problems(sglang_secret_args={'admin-api-key': '', 'ssl-keyfile-password': None}) == []
+    found = problems(sglang_secret_args={'tp-size': 'x'})
+    assert found == ["sglang_secret_args: 'tp-size' is not a secret flag of SGLang 0.5.23; expected one of "
+                     "admin-api-key, ssl-keyfile-password, watermark-config (every other flag goes in sglang_server_args)"]
+    assert problems(sglang_secret_args={'api-key': 'sk'}) == [
+        "sglang_secret_args: 'api-key' (--api-key) is set by sglang_api_key; set it there instead"]
+    # an abbreviation is not a name here: the role writes the exact field
+    assert 'is not a secret flag' in problems(sglang_secret_args={'admin-api': 'sk'})[0]
+    assert 'the same flag' in problems(sglang_secret_args={'admin-api-key': 'a', 'admin_api_key': 'b'})[0]
+    assert problems(sglang_secret_args=['admin-api-key']) == [
+        'sglang_secret_args must be a dict of flag: secret value, got list']
+    assert "expected a string, got bool" in problems(sglang_secret_args={'admin-api-key': True})[0]
+
+
+def test_a_secret_arg_with_a_line_break_is_refused_and_masked():
+    found = problems(sglang_secret_args={'admin-api-key': 'sk-top\nsecret'})
+    assert len(found) == 1 and 'sk-top' not in found[0] and 'secret' not in found[0].replace('sglang_secret_args', '')
+    assert found[0].startswith("sglang_secret_args['admin-api-key']=<hidden, 13 characters>: must not contain a line break")
+
+
+def test_secret_args_need_a_python_m_launcher_too():
+    found = problems(sglang_secret_args={'admin-api-key': 'sk'}, sglang_launcher=['/opt/v/bin/sglang', 'serve'])
+    assert len(found) == 1 and found[0].startswith('sglang_launcher=') and 'sglang_secret_args' in found[0]
+
+
+@pytest.mark.parametrize('args, extra, named', [
+    ({'admin-api-key': 'sk-1'}, [], "sglang_server_args['admin-api-key']: --admin-api-key takes a secret"),
+    ({'admin_api_key': 'sk-1'}, [], "sglang_server_args['admin_api_key']: --admin-api-key takes a secret"),
+    ({'admin-api': 'sk-1'}, [], "--admin-api (a prefix of --admin-api-key, which argparse takes for it) takes a secret"),
+    ({'ssl-keyfile-password': 'sk-1'}, [], "set it in sglang_secret_args['ssl-keyfile-password']"),
+    ({'watermark-config': '{"key": "sk-1"}'}, [], "set it in sglang_secret_args['watermark-config']"),
+    ({}, ['--admin-api-key', 'sk-1'], "sglang_extra_args[0]: --admin-api-key takes a secret"),
+    ({}, ['--trust-remote-code', '--admin-api-key=sk-1'], "sglang_extra_args[1]: --admin-api-key takes a secret"),
+    ({}, ['--ssl-keyfile-pass=sk-1'], "--ssl-keyfile-pass (a prefix of --ssl-keyfile-password, which argparse takes for it)"),
+])
+def test_secret_flags_in_server_or_extra_args_are_refused_naming_the_variable(args, extra, named):
+    found = problems(sglang_server_args=args, sglang_extra_args=extra)
+    assert len(found) == 1 and named in found[0] and 'sglang_secret_args' in found[0], found
+    assert 'sk-1' not in found[0]
+
+
+def test_inline_storage_credentials_are_refused_a_file_is_not():
+    creds = {'endpoint': 'http://s3:8333', 'access_key': 'AKIA1', 'secret_key': 'sk-1'}
+    found = problems(sglang_server_args={'hicache-storage-backend-extra-config': creds})
+    assert len(found) == 1 and 'access_key, secret_key' in found[0] and "'@/path/to/config.json'" in found[0]
+    assert 'AKIA1' not in found[0] and 'sk-1' not in found[0]
+    import json
+    found = problems(sglang_extra_args=['--hicache-storage-backend-extra-config', json.dumps(creds)])
+    assert len(found) == 1 and found[0].startswith('sglang_extra_args[0]') and 'sk-1' not in found[0]
+    assert problems(sglang_server_args={'hicache-storage-backend-extra-config': '@/etc/sglang/hicache.json'}) == []
+    assert problems(sglang_server_args={'hicache-storage-backend-extra-config': {'endpoint': 'http://s3:8333'}}) == []
+
+
+def test_ssl_keyfile_itself_is_an_ordinary_flag():
+    assert problems(sglang_server_args={'ssl-keyfile': '/etc/ssl/k.pem', 'ssl-certfile': '/etc/ssl/c.pem'}) == []
 
 
 def test_build_argv_refuses_reserved_prefixes_and_keeps_others():

@@ -22,7 +22,7 @@ def test_bool_none_list_dict_and_scalars():
         'tp-size': 8,
         'trust-remote-code': True,
         'enable-metrics': False,
-        'api-key': None,
+        'served-model-name': None,
         'mem-fraction-static': 0.9,
         'lora-paths': ['a=/x', 'b=/y'],
         'json-model-override-args': {'rope_scaling': {'factor': 2}},
@@ -155,3 +155,17 @@ def test_parser_refusal_names_the_variable_and_keeps_sglangs_words(argv, server_
 def test_parser_refusal_without_an_argparse_line():
     refusal = parser_refusal('Traceback (most recent call last):\n  File "x"\nValueError: bad\n')
     assert refusal == {'error': 'ValueError: bad', 'variable': 'sglang_server_args / sglang_extra_args'}
+
+
+def test_secret_environment_names_each_flag_by_its_field():
+    from ansible_collections.llmops.sglang.plugins.module_utils.server_args import secret_environment
+    assert secret_environment({'admin-api-key': 'sk-a', '--ssl_keyfile_password': 'pw',
+                               'watermark-config': {'key_b': 'b', 'key': 'k'}}) == {
+        'LLMOPS_SGLANG_SECRET_ADMIN_API_KEY': 'sk-a',
+        'LLMOPS_SGLANG_SECRET_SSL_KEYFILE_PASSWORD': 'pw',
+        'LLMOPS_SGLANG_SECRET_WATERMARK_CONFIG': '{"key":"k","key_b":"b"}',
+    }
+    assert secret_environment({}) == {} and secret_environment(None) == {}
+    assert secret_environment({'admin-api-key': ''}) == {}
+    with pytest.raises(ServerArgsError, match=r"sglang_secret_args\['admin-api-key'\]: expected a string, got dict"):
+        secret_environment({'admin-api-key': {'a': 1}})
