@@ -129,10 +129,11 @@ def test_prometheus_sees_deploys_failures_and_alerts(fleet, observed):
                   ['promtool', 'check', 'rules', '/etc/prometheus/rules/llmops-sglang.rules.yml']):
         result = fleet.run(target, check)
         assert result.returncode == 0, (check, result.stdout, result.stderr)
-    # (the directory is the host's: other tests' units may have left theirs; this unit's are the staged file and its own)
+    # (the directory is the host's: other tests' units may have left theirs; this unit's is its own file alone, written
+    # whole with no staged copy beside it)
     files = [name for name in fleet.run(target, 'ls -A /var/lib/prometheus/node-exporter', check=True).stdout.split()
              if UNIT in name]
-    assert files == ['.%s.prom.staged' % UNIT, '%s.prom' % UNIT], files
+    assert files == ['%s.prom' % UNIT], files
 
     prom = Prometheus(target.address)
 
