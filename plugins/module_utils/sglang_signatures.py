@@ -22,6 +22,7 @@ from collections import namedtuple
 # The SGLang release this table was checked against (tests/conformance fetches exactly this wheel and holds every
 # row below against its source); the one place for it and the packages pinned with it is module_utils/pins.py.
 from ansible_collections.llmops.sglang.plugins.module_utils.pins import PINS, RELEASE  # noqa: F401 (RELEASE: API)
+from ansible_collections.llmops.sglang.plugins.module_utils import secret_flags
 
 # Where a row's text comes from. origin: for SGLang's own text a path relative to sglang/srt/ of the RELEASE wheel and
 # line the 1-based line there that holds text, verbatim (an f-string or %-format fragment as written in the source);
@@ -335,8 +336,9 @@ _SECRET_RES = (
 REDACTED = '********'
 # HTTP headers whose values are secrets (a probe's Authorization, X-API-Key, cookies...): masked like the above.
 SECRET_HEADER_RE = re.compile(r'(?i)authorization|api[-_]?key|token|secret|cookie')
-# SGLang flags whose value is a secret (argv words; the patterns above cover them inside printed lines).
-SECRET_FLAGS = ('--api-key', '--admin-api-key', '--hf-token')
+# SGLang flags whose value is a secret (argv words), read from the one list held to the release's parser
+# (secret_flags.SECRET_FLAGS, tests/conformance/test_secret_flags.py).
+SECRET_FLAGS = tuple('--' + name for name in sorted(secret_flags.SECRET_FLAGS))
 
 
 def phase_index(name):

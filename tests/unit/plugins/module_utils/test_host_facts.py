@@ -84,9 +84,10 @@ def test_listening_ports_only_counts_listen_state():
 
 
 def test_secret_flags_are_redacted_in_both_spellings():
-    argv = ['python', '-m', 'sglang.launch_server', '--api-key', 'sk-secret', '--port', '1', '--hf-token=hf_x']
+    argv = ['python', '-m', 'sglang.launch_server', '--api-key', 'sk-secret', '--port', '1', '--ssl-keyfile-password=pw',
+            '--admin-api-key', 'adm']
     assert redact_argv(argv) == ['python', '-m', 'sglang.launch_server', '--api-key', REDACTED, '--port', '1',
-                                 '--hf-token=' + REDACTED]
+                                 '--ssl-keyfile-password=' + REDACTED, '--admin-api-key', REDACTED]
 
 
 def test_parse_cmdline():
