@@ -10,9 +10,9 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: sglang_state_adopt
 short_description: Move root's saved state out of a directory the service user owns, trusting only what root wrote
-version_added: 0.2.0
+version_added: 0.1.0
 description:
-  - Releases before 0.2.0 kept the last-known-good configuration and the checkpoint cache inside the unit's state
+  - Earlier versions of this collection kept the last-known-good configuration and the checkpoint cache inside the unit's state
     directory, which belongs to the service user. That user could rename them and put its own in their place, and
     root would later install and start what it found (docs/security.md). The server role now keeps them in a
     root-only tree; this module brings an old host's copies over once.

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: sglang_textfile
 short_description: Write a file as root into a directory another user's tree may hold, without following their links
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Writes O(content) to O(path) whole (a temporary name in the same directory, fsync, one rename), so a reader such
     as node_exporter's textfile collector never sees half a file.
