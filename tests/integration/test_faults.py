@@ -39,7 +39,8 @@ class Faulty:
         self.unit = name + '.service'
         self.port = port
         self.key = 'sk-fault-' + secrets.token_hex(6)
-        self.events = '/var/tmp/%s.events.jsonl' % name
+        # Not /var/tmp, which the unit's PrivateTmp makes its own (docs/sandbox.md): the host's /dev/shm is shared.
+        self.events = '/dev/shm/%s.events.jsonl' % name
         self.state_dir = '/var/lib/sglang/' + name
 
     def vars(self, fault=None, pace='0.01', **overrides):
