@@ -133,5 +133,5 @@ def test_an_override_replaces_adds_and_removes():
     assert 'PrivateUsers=yes' in lines
     assert not [line for line in lines if line.startswith('ProtectProc=')]
     assert [line for line in lines if line.startswith('DeviceAllow=')] == ['DeviceAllow=/dev/nvidia0 rw']
-    assert [line for line in lines if line.startswith('ReadWritePaths=')] == ['ReadWritePaths=/var/lib/sglang/k26',
-                                                                               'ReadWritePaths=/data/hf-cache']
+    writable = [line for line in lines if line.startswith('ReadWritePaths=')]
+    assert writable == ['ReadWritePaths=/var/lib/sglang/k26', 'ReadWritePaths=/data/hf-cache']
