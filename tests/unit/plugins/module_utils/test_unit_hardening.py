@@ -89,7 +89,7 @@ def render(hardening, state_dir='/var/lib/sglang/k26', rank=0):
     env.filters['comment'] = lambda text: '# ' + text
     env.filters['basename'] = lambda path: path.rstrip('/').rsplit('/', 1)[-1]
     env.filters['llmops.sglang.systemd_exec_line'] = ' '.join
-    defaults = dict(VARS['__sglang_unit_hardening_defaults'], ProtectHome=True)
+    defaults = dict(VARS['__sglang_unit_hardening_defaults'], ProtectHome='yes')
     merged = dict(defaults, **hardening)
     values = {
         'ansible_managed': 'managed', 'sglang_service_name': 'k26', 'sglang_model_path': '/models/k26', 'sglang_tp_size': 8,
