@@ -215,8 +215,9 @@ def test_a_start_job_systemd_fails_at_once_goes_to_the_waiter_and_the_rollback(f
     make, procs = faulty
     unit = make('sglang-f10', 30110)
     unit.first_deploy()
+    # "+": outside the unit's sandbox, which hides /etc/sglang from its processes (docs/sandbox.md).
     unit.sh("install -d /etc/systemd/system/{0}.d && printf '%s\\n' '[Service]' "
-            "\"ExecStartPre=/bin/sh -c '! grep -q crash@ /etc/sglang/{1}.env'\" "
+            "\"ExecStartPre=+/bin/sh -c '! grep -q crash@ /etc/sglang/{1}.env'\" "
             "> /etc/systemd/system/{0}.d/zz-site-check.conf".format(unit.unit, unit.name))
     starts = unit.start_count()
     change = unit.deploy(fault=BAD_FAULT)
