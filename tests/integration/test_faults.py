@@ -27,6 +27,7 @@ from server_helpers import PLAYBOOK, SERVER_ARGS, VENV, completion, make_model, 
 from conftest import REPO_ROOT, venv_tool
 
 BAD_FAULT = 'crash@cuda_graph:oom'
+EVENTS_DIR = '/var/lib/sglang-fault-events'  # the stand-in's event logs
 
 
 class Faulty:
@@ -39,8 +40,9 @@ class Faulty:
         self.unit = name + '.service'
         self.port = port
         self.key = 'sk-fault-' + secrets.token_hex(6)
-        # Not /var/tmp, which the unit's PrivateTmp makes its own (docs/sandbox.md): the host's /dev/shm is shared.
-        self.events = '/dev/shm/%s.events.jsonl' % name
+        # Not /var/tmp, which the unit's PrivateTmp makes its own, nor /dev/shm, which a reboot empties: a directory
+        # the unit may write (sglang_unit_hardening's ReadWritePaths, docs/sandbox.md) that outlives a reboot.
+        self.events = '%s/%s.events.jsonl' % (EVENTS_DIR, name)
         self.state_dir = '/var/lib/sglang/' + name
 
     def vars(self, fault=None, pace='0.01', **overrides):
@@ -48,7 +50,8 @@ class Faulty:
         if fault:
             env['SGLANG_STANDIN_FAULT'] = fault
         values = role_vars(self.host, self.name, self.port, sglang_env=env, sglang_api_key=self.key,
-                           sglang_lock_wait=900, sglang_wait={'timeout': 300, 'stall_timeout': 120})
+                           sglang_lock_wait=900, sglang_wait={'timeout': 300, 'stall_timeout': 120},
+                           sglang_unit_hardening={'ReadWritePaths': [EVENTS_DIR]})
         values.update(overrides)
         return values
 
@@ -90,6 +93,7 @@ class Faulty:
 
     def first_deploy(self):
         """The starting point of every fault: a verified configuration serving, with a JIT cache to keep."""
+        self.sh('install -d -m 1777 %s' % EVENTS_DIR)
         self.prepare_caches()
         assert self.deploy().rc == 0
 
