@@ -298,7 +298,40 @@ def server_problems(values, reserved=None, group_hosts=None, inventory_hostname=
         problems.add('sglang_lock_wait', lock_wait, 'expected an integer >= 0 (seconds to wait for another run)')
     model_source_problems(problems, get('sglang_model_source', {}), get('sglang_model_manifest', {}),
                           get('sglang_user', 'sglang'))
+    unit_hardening_problems(problems, get('sglang_unit_hardening', {}))
     return list(problems)
+
+
+# [Service] settings the unit template sets from the role's own variables: not for sglang_unit_hardening.
+UNIT_OWN_SETTINGS = ('Type', 'User', 'Group', 'WorkingDirectory', 'Environment', 'EnvironmentFile', 'ExecStart',
+                     'KillMode', 'TimeoutStopSec', 'Restart', 'RestartSec', 'LimitNOFILE', 'LimitMEMLOCK')
+_UNIT_SETTING = re.compile(r'^[A-Z][A-Za-z0-9]{1,63}$')
+
+
+def unit_hardening_problems(problems, hardening):
+    """sglang_unit_hardening: [Service] setting -> a string, a boolean, a list of strings or null (removes it)."""
+    name = 'sglang_unit_hardening'
+    if not isinstance(hardening, dict):
+        problems.add(name, hardening, 'expected a dict of systemd [Service] setting: value, e.g. {ProtectClock: false}')
+        return
+    for setting in sorted(hardening, key=str):
+        value = hardening[setting]
+        label = '%s[%r]' % (name, setting)
+        if not isinstance(setting, str) or not _UNIT_SETTING.match(setting):
+            problems.add(name, hardening, 'expected systemd setting names such as ProtectClock, not %r' % (setting,))
+        elif setting in UNIT_OWN_SETTINGS:
+            problems.add(label, value, 'the role sets %s from its own variables (roles/server/defaults/main.yml); '
+                                       'it is not a sandbox setting' % setting)
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                if not isinstance(item, str) or _CONTROL.search(item):
+                    problems.add('%s[%d]' % (label, index), item, 'expected a string without line breaks (one line '
+                                 'of the unit each)')
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            problems.add(label, value, 'expected a string: quote it (YAML reads UMask: 0027 as the number 23)')
+        elif not (value is None or isinstance(value, bool) or (isinstance(value, str) and not _CONTROL.search(value))):
+            problems.add(label, value, 'expected a string without line breaks, true/false, a list of strings, '
+                                       'or null to remove the setting')
 
 
 MODEL_SOURCE_KEYS = ('mirror', 'version', 'versions_dir', 'peers', 'ssh_key', 'ssh_user', 'ssh_options', 'peer_wait',

@@ -27,6 +27,7 @@ from server_helpers import PLAYBOOK, SERVER_ARGS, VENV, completion, make_model, 
 from conftest import REPO_ROOT, venv_tool
 
 BAD_FAULT = 'crash@cuda_graph:oom'
+EVENTS_DIR = '/var/lib/sglang-fault-events'  # the stand-in's event logs
 
 
 class Faulty:
@@ -39,7 +40,9 @@ class Faulty:
         self.unit = name + '.service'
         self.port = port
         self.key = 'sk-fault-' + secrets.token_hex(6)
-        self.events = '/var/tmp/%s.events.jsonl' % name
+        # Not /var/tmp, which the unit's PrivateTmp makes its own, nor /dev/shm, which a reboot empties: a directory
+        # the unit may write (sglang_unit_hardening's ReadWritePaths, docs/sandbox.md) that outlives a reboot.
+        self.events = '%s/%s.events.jsonl' % (EVENTS_DIR, name)
         self.state_dir = '/var/lib/sglang/' + name
         # root's own state of the instance: last-good (docs/security.md)
         self.control_dir = '/var/lib/llmops-sglang/server/' + name
@@ -49,7 +52,8 @@ class Faulty:
         if fault:
             env['SGLANG_STANDIN_FAULT'] = fault
         values = role_vars(self.host, self.name, self.port, sglang_env=env, sglang_api_key=self.key,
-                           sglang_lock_wait=900, sglang_wait={'timeout': 300, 'stall_timeout': 120})
+                           sglang_lock_wait=900, sglang_wait={'timeout': 300, 'stall_timeout': 120},
+                           sglang_unit_hardening={'ReadWritePaths': [EVENTS_DIR]})
         values.update(overrides)
         return values
 
@@ -91,6 +95,7 @@ class Faulty:
 
     def first_deploy(self):
         """The starting point of every fault: a verified configuration serving, with a JIT cache to keep."""
+        self.sh('install -d -m 1777 %s' % EVENTS_DIR)
         self.prepare_caches()
         assert self.deploy().rc == 0
 
@@ -217,8 +222,9 @@ def test_a_start_job_systemd_fails_at_once_goes_to_the_waiter_and_the_rollback(f
     make, procs = faulty
     unit = make('sglang-f10', 30110)
     unit.first_deploy()
+    # "+": outside the unit's sandbox, which hides /etc/sglang from its processes (docs/sandbox.md).
     unit.sh("install -d /etc/systemd/system/{0}.d && printf '%s\\n' '[Service]' "
-            "\"ExecStartPre=/bin/sh -c '! grep -q crash@ /etc/sglang/{1}.env'\" "
+            "\"ExecStartPre=+/bin/sh -c '! grep -q crash@ /etc/sglang/{1}.env'\" "
             "> /etc/systemd/system/{0}.d/zz-site-check.conf".format(unit.unit, unit.name))
     starts = unit.start_count()
     change = unit.deploy(fault=BAD_FAULT)

@@ -12,7 +12,9 @@ from server_helpers import MODEL, make_model
 PLAYBOOK = 'tests/integration/playbooks/multinode.yml'
 UNIT = 'sglang-tp16'
 PORT = 30090
-FAULT_FILE = '/etc/sglang/standin-fault'
+# Not in /etc/sglang, which the unit's sandbox hides (docs/sandbox.md); the stand-in counts its starts in its state
+# directory (SGLANG_STANDIN_STATE_DIR), the one place the sandbox lets it write.
+FAULT_FILE = '/etc/sglang-standin/multinode-fault'
 # The group listens on 0.0.0.0 (rank 1 reaches rank 0 across the network), which the role refuses without a key.
 KEY = 'sk-multinode-4b1e9d7c'
 MODELS = ('python3 -c "import urllib.request as u; u.urlopen(u.Request(\'http://127.0.0.1:%d/v1/models\', '
@@ -28,7 +30,7 @@ def group(fleet, standin_venv, tmp_path):
     for host in ranks:
         standin_venv(host)
         make_model(fleet, host)
-        fleet.run(host, 'mkdir -p /etc/sglang; rm -f %s' % FAULT_FILE, check=True)
+        fleet.run(host, 'mkdir -p /etc/sglang-standin; rm -f %s' % FAULT_FILE, check=True)
     inventory = tmp_path / 'multinode.yml'
     inventory.write_text('all:\n  children:\n    multinode:\n      hosts:\n%s' % ''.join('        %s:\n' % h.name for h in ranks))
     yield ranks, str(inventory)
@@ -42,7 +44,8 @@ def deploy(fleet, inventory, limit=None, **overrides):
         'sglang_service_name': UNIT, 'sglang_port': PORT, 'sglang_host': '0.0.0.0', 'sglang_api_key': KEY, 'sglang_model_path': MODEL,
         'sglang_tp_size': 16, 'sglang_user': 'root', 'sglang_group': 'root',
         'sglang_server_args': {'trust-remote-code': True, 'reasoning-parser': 'kimi_k2'},
-        'sglang_env': {'SGLANG_STANDIN_PACE': '0.01', 'SGLANG_STANDIN_FAULT_FILE': FAULT_FILE},
+        'sglang_env': {'SGLANG_STANDIN_PACE': '0.01', 'SGLANG_STANDIN_FAULT_FILE': FAULT_FILE,
+                       'SGLANG_STANDIN_STATE_DIR': '/var/lib/sglang/' + UNIT},
         'sglang_wait': {'timeout': 120, 'stall_timeout': 60},
     }
     values.update(overrides)
