@@ -95,9 +95,8 @@ def test_every_spelling_the_real_parser_takes_for_a_secret_flag_is_refused(relea
     field = secret_flags.SECRET_FLAGS[flag][0]
     value = 'sekrit-' + secrets.token_hex(4)
     # each abbreviation argparse expands to the flag (allow_abbrev, server_args.py:679), then the flag itself
-    spellings = [flag[:n] for n in range(2, len(flag) + 1)
-                 if (lambda parsed: parsed.ok and getattr(parsed.namespace, field) == value)(
-                     release.parse(ARGV + ['--' + flag[:n], value]))]
+    parsed = dict((n, release.parse(ARGV + ['--' + flag[:n], value])) for n in range(2, len(flag) + 1))
+    spellings = [flag[:n] for n in sorted(parsed) if parsed[n].ok and getattr(parsed[n].namespace, field) == value]
     assert flag in spellings and len(spellings) > 1
     for spelled in spellings:
         for where, message in (('sglang_server_args', _refusal({spelled: value})),

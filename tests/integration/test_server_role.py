@@ -251,7 +251,7 @@ def _http(fleet, target, port, method, path, key=None):
               'try:\n  r = u.urlopen(req, timeout=10); print(r.status); sys.stdout.write(r.read().decode())\n'
               'except e.HTTPError as x:\n  print(x.code); sys.stdout.write(x.read().decode())\n') % (port, path, method, method)
     out = fleet.run(target, ['python3', '-c', script, key or ''], check=True).stdout
-    status, _, body = out.partition('\n')
+    status, body = out.split('\n', 1) if '\n' in out else (out, '')
     return int(status), body
 
 
@@ -338,4 +338,3 @@ def test_a_secret_flag_in_server_or_extra_args_or_an_open_host_is_refused_before
     assert 'set sglang_api_key' in out
     assert fleet.run(target, state, check=True).stdout == before
     assert fleet.run(target, 'ss -ltn "sport = :30100"', check=True).stdout.count('127.0.0.1:30100') == 1
-

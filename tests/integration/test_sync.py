@@ -238,7 +238,7 @@ def test_three_hosts_one_mirror_peers_serve_an_interrupted_transfer_resumes(flee
         gate = out['preflight'][UNIT]['checkpoint']
         assert gate['status'] == 'ok', gate
         assert out['gates']['cached'] == len(manifest) and out['gates']['hashed'] == 0, out['gates']
-        listing = fleet.run(host, 'ls -A {d}; systemctl show -p ExecStart {u}; cat /var/lib/sglang/sy-k26/last-good/unit; '
+        listing = fleet.run(host, 'ls -A {d}; systemctl show -p ExecStart {u}; cat /var/lib/llmops-sglang/server/sy-k26/last-good/unit; '
                                   'curl -s http://127.0.0.1:30021/v1/models || python3 -c "import urllib.request; '
                                   'print(urllib.request.urlopen(\'http://127.0.0.1:30021/v1/models\').read().decode())"'
                             .format(d=VERSION_DIR, u=UNIT), check=True).stdout

@@ -238,7 +238,10 @@ def test_admin_api_key_guards_the_admin_route_only(launch, standin_python, model
     server.wait_ready()
     server.wait_for(r'"POST /freeze_gc HTTP/1.1" 200')
     assert "post-warmup freeze_gc failed" not in server.output
-    bearer = lambda value: {"Authorization": "Bearer " + value}  # noqa: E731
+
+    def bearer(value):
+        return {"Authorization": "Bearer " + value}
+
     assert server.request("POST", "/freeze_gc", headers=bearer(admin))[0] == 200
     assert server.request("POST", "/freeze_gc", headers=bearer(key)) == (401, {"error": "Unauthorized"})
     assert server.request("POST", "/freeze_gc")[0] == 401
