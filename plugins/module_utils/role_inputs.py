@@ -45,21 +45,28 @@ INSTANCE_KEYS = ('name', 'port', 'server_args', 'env', 'extra_args', 'served_mod
 SECRET_VARIABLES = ('sglang_api_key', 'sglang_hf_token', 'sglang_secret_args')
 
 
+# Names Debian's /etc/hosts gives the loopback addresses.
+LOOPBACK_NAMES = ('localhost', 'localhost.', 'localhost.localdomain', 'ip6-localhost', 'ip6-loopback')
+
+
 def is_loopback(host):
-    """Whether SGLang bound to ``host`` is reachable from this host only: 127.0.0.0/8, ::1 or localhost. The
+    """Whether a listener bound to ``host`` (SGLang's, the router's) is reachable from this host only: 127.0.0.0/8,
+    ::1 (also in brackets or as ::ffff:127.x) or localhost. The
     wildcards (0.0.0.0, ::, and '' which SGLang's url() also treats as 0.0.0.0, server_args.py:458-468), every other
     address and every other name count as reachable from the network."""
     if not isinstance(host, str):
         return False
     name = host.strip().lower()
-    if name == 'localhost':
+    if name in LOOPBACK_NAMES:
         return True
     if name.startswith('[') and name.endswith(']'):
         name = name[1:-1]
     try:
-        return ipaddress.ip_address(name).is_loopback
+        address = ipaddress.ip_address(name)
     except ValueError:
         return False
+    mapped = getattr(address, 'ipv4_mapped', None)  # ::ffff:127.0.0.1 is loopback too
+    return bool(address.is_loopback or (mapped is not None and mapped.is_loopback))
 
 
 def shown(name, value):

@@ -18,14 +18,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import ipaddress
 import re
+
+# One rule for every listener of the collection: what counts as reachable from this host only.
+from ansible_collections.llmops.sglang.plugins.module_utils.role_inputs import is_loopback
 
 # useradd(8)'s default NAME_REGEX.
 _ACCOUNT = re.compile(r'^[a-z_][a-z0-9_-]{0,31}$')
 _UNIT_NAME = re.compile(r'^[A-Za-z0-9:_.-]+(@[A-Za-z0-9:_.-]+)?$')
 _CONTROL = re.compile(r'[\x00-\x1f\x7f]')
-_LOOPBACK_NAMES = ('localhost', 'localhost.', 'localhost.localdomain', 'ip6-localhost', 'ip6-loopback')
 SECRET_VARIABLES = ('router_api_key',)
 
 # The flags the role renders from its own variables (roles/router/vars/main.yml __router_command), and the variable
@@ -68,24 +69,6 @@ def _integer(value):
     if isinstance(value, str) and re.match(r'^[0-9]+$', value.strip()):
         return int(value)
     return None
-
-
-def is_loopback(host):
-    """True when an address or name is only reachable from this host: 127.0.0.0/8, ::1 (also as ::ffff:127.x or in
-    brackets), localhost. Any other name counts as reachable (it may resolve to anything)."""
-    if not isinstance(host, str):
-        return False
-    text = host.strip().lower()
-    if text.startswith('[') and text.endswith(']'):
-        text = text[1:-1]
-    if text in _LOOPBACK_NAMES:
-        return True
-    try:
-        address = ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    mapped = getattr(address, 'ipv4_mapped', None)
-    return bool(address.is_loopback or (mapped is not None and mapped.is_loopback))
 
 
 def _address(problems, name, value, what):
