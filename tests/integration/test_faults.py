@@ -227,7 +227,10 @@ def test_a_start_job_systemd_fails_at_once_goes_to_the_waiter_and_the_rollback(f
             "\"ExecStartPre=+/bin/sh -c '! grep -q crash@ /etc/sglang/{1}.env'\" "
             "> /etc/systemd/system/{0}.d/zz-site-check.conf".format(unit.unit, unit.name))
     starts = unit.start_count()
-    change = unit.deploy(fault=BAD_FAULT)
+    # systemd retries the refused start every 2 s (no start limit): one of those retries comes while the rollback
+    # restores the files, as a 15 s one did in a loaded CI run. It must not start anything (the rollback stops the
+    # unit first), or the restored configuration would start twice.
+    change = unit.deploy(fault=BAD_FAULT, sglang_restart_sec=2, sglang_start_limit_burst=1000)
     out = flat(change.stdout)
     assert change.rc != 0, change
     assert 'Restart the server for the configuration on disk' in out and 'Rolled back' in out, change
