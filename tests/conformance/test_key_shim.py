@@ -6,38 +6,25 @@ sglang.srt.server_args: the record it returns carries the key where the auth mid
 in none of the release's dumps of that record (launch_command, resolved_dict, the pickled copy a scheduler gets).
 """
 
-import importlib.util
 import io
 import logging
-import os
 import pickle
 import re
 import secrets
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SHIM = os.path.join(ROOT, 'roles', 'server', 'files', 'sglang_launch.py')
+from conftest import shim_applied
+
 ARGV = ['--model-path', '/models/k26', '--host', '0.0.0.0', '--port', '30000', '--tp-size', '8', '--trust-remote-code']
 
 
 @pytest.fixture
-def shim(release):
-    """The shim module, its patches applied to the real server_args with a fresh key, undone afterwards."""
-    module = release.server_args()
-    record = module.ServerArgs
-    saved = (module.prepare_server_args, record.resolved_dict, record.__reduce__, logging.getLogRecordFactory())
-    spec = importlib.util.spec_from_file_location('sglang_launch', SHIM)
-    loaded = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(loaded)
+def shim(release):  # pylint: disable=unused-argument
+    """The shim's patches applied to the real server_args with a fresh API key, undone afterwards."""
     key = 'sk-' + secrets.token_hex(12)
-    loaded.mask_log_records([key])
-    loaded.hand_key_to_server_args(key)
-    try:
+    with shim_applied({'api_key': key}) as module:
         yield module, key
-    finally:
-        module.prepare_server_args, record.resolved_dict, record.__reduce__ = saved[:3]
-        logging.setLogRecordFactory(saved[3])
 
 
 def test_launch_server_takes_the_parser_the_shim_wraps(release):

@@ -8,9 +8,7 @@ such a flag fails here until someone judges it.
 """
 
 import argparse
-import importlib.util
 import logging
-import os
 import pickle
 import re
 import secrets
@@ -18,10 +16,9 @@ import secrets
 import pytest
 
 from ansible_collections.llmops.sglang.plugins.module_utils import secret_flags
+from conftest import load_shim, shim_applied
 from ansible_collections.llmops.sglang.plugins.module_utils.server_args import ServerArgsError, build_argv
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SHIM = os.path.join(ROOT, 'roles', 'server', 'files', 'sglang_launch.py')
 WORDS = re.compile(r'(?i)key|passw|token|secret|credential')
 ARGV = ['--model-path', '/models/k26', '--host', '0.0.0.0', '--port', '30000', '--tp-size', '8']
 
@@ -114,9 +111,7 @@ def test_a_flag_named_like_a_prefix_of_a_secret_one_is_itself(release):
 
 
 def test_the_shim_knows_exactly_the_secret_flags():
-    spec = importlib.util.spec_from_file_location('sglang_launch_table', SHIM)
-    loaded = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(loaded)
+    loaded = load_shim('sglang_launch_table')
     assert loaded.SECRETS == {field: holder == 'children'
                               for field, _where, holder in secret_flags.SECRET_FLAGS.values()}
     assert {secret_flags.env_name(flag) for flag in secret_flags.SECRET_FLAGS if flag != 'api-key'} == {
@@ -124,24 +119,13 @@ def test_the_shim_knows_exactly_the_secret_flags():
 
 
 @pytest.fixture
-def shim(release):
+def shim(release):  # pylint: disable=unused-argument
     """The shim's patches applied to the real server_args with fresh secrets, undone afterwards."""
-    module = release.server_args()
-    record = module.ServerArgs
-    saved = (module.prepare_server_args, record.resolved_dict, record.__reduce__, logging.getLogRecordFactory())
-    spec = importlib.util.spec_from_file_location('sglang_launch', SHIM)
-    loaded = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(loaded)
     values = {'api_key': 'sk-' + secrets.token_hex(12), 'admin_api_key': 'sk-admin-' + secrets.token_hex(12),
               'ssl_keyfile_password': 'pw-' + secrets.token_hex(12),
               'watermark_config': '{"key":"wm-%s","key_b":"wmb-%s"}' % (secrets.token_hex(8), secrets.token_hex(8))}
-    loaded.mask_log_records(values.values())
-    loaded.hand_secrets_to_server_args(values)
-    try:
+    with shim_applied(values) as module:
         yield module, values
-    finally:
-        module.prepare_server_args, record.resolved_dict, record.__reduce__ = saved[:3]
-        logging.setLogRecordFactory(saved[3])
 
 
 def test_the_shim_sets_each_secret_where_sglang_reads_it_and_shows_none(shim):
