@@ -80,37 +80,78 @@ def in_flight(metrics_text):
     return int(total) if seen else None
 
 
-def capacity(fleet_workers, in_rotation, leaving, min_serving=None):
-    """The capacity guard of one batch.
+def _serving(entries):
+    """The worker URLs that serve on one router: its listing's URLs (strings, as the module's ``urls``) or records
+    (its ``workers``: a record whose ``is_healthy`` is false is listed but gets no request, so it serves nothing)."""
+    out = set()
+    for entry in entries or []:
+        if isinstance(entry, dict):
+            if entry.get("is_healthy") is False:
+                continue
+            entry = entry.get("url")
+        url = normalize_url(entry)
+        if url:
+            out.add(url)
+    return out
 
-    fleet_workers: every worker URL of the fleet; in_rotation: {router: [urls it lists]}; leaving: the URLs this
-    batch takes out; min_serving: the fewest workers that must stay in rotation on every router (None: all but
-    this batch, i.e. every worker outside the batch must be in rotation).
-    Returns {'ok': bool, 'serving': {router: N after the batch}, 'min_serving': N, 'msg': str}."""
-    fleet = set(normalize_url(url) for url in fleet_workers)
-    leaving = set(normalize_url(url) for url in leaving)
-    if min_serving is None or min_serving == "":
-        min_serving = len(fleet - leaving)
+
+def _min_serving(value, default):
+    """k26_min_serving as an int >= 0; None or '' (unset): ``default``."""
+    if value is None or value == "":
+        return default, False
+    if isinstance(value, bool):
+        raise ValueError("k26_min_serving must be an integer >= 0, got %r" % (value,))
     try:
-        min_serving = int(min_serving)
+        number = int(str(value).strip())
     except (TypeError, ValueError):
-        raise ValueError("k26_min_serving must be an integer >= 0, got %r" % (min_serving,))
-    if min_serving < 0:
-        raise ValueError("k26_min_serving must be an integer >= 0, got %r" % (min_serving,))
-    serving, short = {}, []
+        raise ValueError("k26_min_serving must be an integer >= 0, got %r" % (value,))
+    if number < 0:
+        raise ValueError("k26_min_serving must be an integer >= 0, got %r" % (value,))
+    return number, True
+
+
+def capacity(fleet_workers, in_rotation, leaving, min_serving=None):
+    """The capacity guard of one batch: it protects what serves now.
+
+    fleet_workers: every worker URL of the fleet; in_rotation: {router: its listing}, as URLs or as the router's
+    records (a record with ``is_healthy`` false is listed but serves nothing); leaving: the URLs this batch takes out;
+    min_serving (k26_min_serving): the fewest workers every router must keep serving; None or '' (unset): all but
+    this batch, i.e. after the batch every worker of the fleet outside it serves there.
+
+    A router on which none of the batch's workers serves loses nothing to this batch and is never a reason to refuse
+    (a fleet that serves nothing yet, a worker that is down or already out): the batch is refused only where it takes
+    a serving worker away and leaves fewer than the minimum.
+    Returns {'ok': bool, 'serving': {router: N serving after the batch}, 'taken': {router: [URLs this batch takes
+    out of its serving workers]}, 'min_serving': N, 'msg': str}."""
+    fleet = set(normalize_url(url) for url in fleet_workers or [])
+    leaving = set(normalize_url(url) for url in leaving or []) - set([""])
+    others = fleet - leaving
+    floor, explicit = _min_serving(min_serving, len(others))
+    serving, taken, short = {}, {}, []
     for router in sorted(in_rotation):
-        rotation = set(normalize_url(url) for url in in_rotation[router] or [])
-        left = rotation - leaving
+        now = _serving(in_rotation[router])
+        left = now - leaving
         serving[router] = len(left)
-        if len(left) < min_serving:
-            short.append("%s would keep %d (%s)" % (router, len(left), ", ".join(sorted(left)) or "none"))
+        taken[router] = sorted(now & leaving)
+        if not taken[router] or len(left) >= floor:
+            continue
+        line = "%s would keep %d (%s)" % (router, len(left), ", ".join(sorted(left)) or "none")
+        missing = sorted(others - left)
+        if missing and not explicit:
+            line += ", %s not serving there already" % ", ".join(missing)
+        short.append(line)
+    rule = ("k26_min_serving=%d workers" % floor if explicit
+            else "%d workers (k26_min_serving unset: every worker outside this batch)" % floor)
     if short:
-        msg = ("refusing to take %s out of rotation: fewer than k26_min_serving=%d workers would serve: %s. Bring the "
-               "missing workers back (or lower k26_min_serving, or make the batch smaller with k26_serial)"
-               % (", ".join(sorted(leaving)) or "nothing", min_serving, "; ".join(short)))
-        return {"ok": False, "serving": serving, "min_serving": min_serving, "msg": msg}
-    return {"ok": True, "serving": serving, "min_serving": min_serving,
-            "msg": "%d worker(s) leave; every router keeps >= %d" % (len(leaving), min_serving)}
+        msg = ("refusing to take %s out of rotation: fewer than %s would serve: %s. Bring the missing workers back "
+               "(or set k26_min_serving to the fewest workers each router must keep, or make the batch smaller with "
+               "k26_serial)" % (", ".join(sorted(leaving)) or "nothing", rule, "; ".join(short)))
+        return {"ok": False, "serving": serving, "taken": taken, "min_serving": floor, "msg": msg}
+    untouched = [router for router in sorted(taken) if not taken[router]]
+    msg = "%d worker(s) leave; every router that loses one keeps >= %s" % (len(leaving), rule)
+    if untouched:
+        msg += "; %s: none of them serves there, nothing taken away" % ", ".join(untouched)
+    return {"ok": True, "serving": serving, "taken": taken, "min_serving": floor, "msg": msg}
 
 
 def rotation_column(url, in_rotation):

@@ -23,7 +23,7 @@ GROUPS_TABLE=(
   "hosts|/var/lib/llmops-sglang-fleet-hosts|fc|tests/integration/test_preflight.py tests/integration/test_observability.py tests/integration/test_become.py"
   "plan|/var/lib/llmops-sglang-fleet-plan|fp|tests/integration/test_plan.py tests/integration/test_security.py"
   "sync|/var/lib/llmops-sglang-fleet-sync|fs|tests/integration/test_sync.py tests/integration/test_wait_ready.py tests/integration/test_sandbox.py"
-  "router|/var/lib/llmops-sglang-fleet-router|fr|tests/integration/test_router.py"
+  "router|/var/lib/llmops-sglang-fleet-router|fr|tests/integration/test_router.py tests/integration/test_day2.py"
 )
 
 down_private() {

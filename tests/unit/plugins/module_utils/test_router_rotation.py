@@ -60,19 +60,90 @@ def test_capacity_default_is_all_but_this_batch():
     rotation = {"r1": [A, B, C], "r2": [A, B, C]}
     ok = capacity([A, B, C], rotation, [A])
     assert ok["ok"] and ok["min_serving"] == 2 and ok["serving"] == {"r1": 2, "r2": 2}
-    # another worker already out on one router (a failed host kept out): the batch is refused
+    assert ok["taken"] == {"r1": [A], "r2": [A]}
+    # another worker already out on one router (a failed host kept out): the batch is refused, naming that router,
+    # what it would keep and what is out there already; the router that is whole is not named
     refused = capacity([A, B, C], {"r1": [A, B, C], "r2": [A, B]}, [A])
-    assert not refused["ok"] and "r2 would keep 1" in refused["msg"] and "k26_min_serving=2" in refused["msg"]
+    assert not refused["ok"] and refused["min_serving"] == 2
+    assert "r2 would keep 1 (%s), %s not serving there already" % (B, C) in refused["msg"], refused["msg"]
+    assert "r1 would keep" not in refused["msg"] and "k26_min_serving unset" in refused["msg"]
+
+
+def test_capacity_a_fleet_that_serves_nothing_yet_deploys_with_the_default_policy():
+    # the first deploy: two routers that list nothing, three workers, the canary then one at a time (issue 23:
+    # "refusing to take ...:30001 out of rotation: fewer than k26_min_serving=2 workers would serve: gpu-04 would keep 0")
+    empty = {"r1": [], "r2": []}
+    for batch in ([A], [B, C], [A, B, C]):
+        verdict = capacity([A, B, C], empty, batch)
+        assert verdict["ok"], verdict
+        assert verdict["serving"] == {"r1": 0, "r2": 0} and verdict["taken"] == {"r1": [], "r2": []}
+        assert "r1, r2: none of them serves there, nothing taken away" in verdict["msg"]
+    # also with an explicit minimum the routers cannot meet: nothing is taken away from them
+    assert capacity([A, B, C], empty, [A], min_serving=2)["ok"]
+    # the next batch of that first deploy: the canary serves now (admitted), B is not in rotation yet
+    assert capacity([A, B, C], {"r1": [A], "r2": [A]}, [B])["ok"]
+
+
+def test_capacity_refuses_a_batch_that_takes_the_only_serving_worker():
+    # what serves now is protected: A serves alone, a batch of A and B would leave the routers with nothing
+    verdict = capacity([A, B, C], {"r1": [A], "r2": [A]}, [A, B])
+    assert not verdict["ok"] and verdict["serving"] == {"r1": 0, "r2": 0}
+    assert "r1 would keep 0 (none)" in verdict["msg"] and "r2 would keep 0 (none)" in verdict["msg"]
+    assert "refusing to take %s, %s out of rotation" % (A, B) in verdict["msg"]
+    assert not capacity([A, B, C], {"r1": [A]}, [A, B], min_serving=1)["ok"]
+    assert capacity([A, B, C], {"r1": [A]}, [A, B], min_serving=0)["ok"]
+
+
+def test_capacity_a_worker_in_rotation_on_one_router_only():
+    # r2 lost A (it restarted, say): taking A out takes nothing from r2; r1 keeps the other two
+    rotation = {"r1": [A, B, C], "r2": [B, C]}
+    verdict = capacity([A, B, C], rotation, [A])
+    assert verdict["ok"] and verdict["taken"] == {"r1": [A], "r2": []} and verdict["serving"] == {"r1": 2, "r2": 2}
+    assert "r2: none of them serves there" in verdict["msg"]
+    # r2 has A, r1 does not, and r2 misses C: r2 is the one that would drop below all-but-the-batch
+    verdict = capacity([A, B, C], {"r1": [B, C], "r2": [A, B]}, [A])
+    assert not verdict["ok"] and "r2 would keep 1 (%s)" % B in verdict["msg"] and "r1 would" not in verdict["msg"]
+    # ... which an explicit minimum of 1 accepts
+    assert capacity([A, B, C], {"r1": [B, C], "r2": [A, B]}, [A], min_serving=1)["ok"]
 
 
 def test_capacity_explicit_minimum():
     rotation = {"r1": [A, B, C]}
     assert capacity([A, B, C], rotation, [A, B], min_serving=1)["ok"]
-    assert not capacity([A, B, C], rotation, [A, B], min_serving=2)["ok"]
+    verdict = capacity([A, B, C], rotation, [A, B], min_serving=2)
+    assert not verdict["ok"] and "fewer than k26_min_serving=2 workers would serve: r1 would keep 1" in verdict["msg"]
+    assert "not serving there already" not in verdict["msg"]  # with a minimum, only the count matters
     assert capacity([A, B, C], {"r1": [B, C]}, [A], min_serving="2")["ok"]  # the leaving one was out already
-    for bad in (-1, "two"):
+    # an explicit minimum lower than all-but-the-batch lets a batch go while another worker is out
+    assert capacity([A, B, C], {"r1": [A, B]}, [A], min_serving=1)["ok"]
+    assert not capacity([A, B, C], {"r1": [A, B]}, [A])["ok"]
+    # unset: None or '' (the drain task passes k26_min_serving | default('', true))
+    assert capacity([A, B, C], rotation, [A], min_serving="")["min_serving"] == 2
+    for bad in (-1, "two", True, "1.5"):
         with pytest.raises(ValueError, match="k26_min_serving"):
             capacity([A], rotation, [A], min_serving=bad)
+
+
+def test_capacity_a_worker_down_but_listed_serves_nothing():
+    # the router's records (sglang_router_workers' `workers`): a listed worker whose health check fails gets no request
+    def records(*pairs):
+        return [{"id": str(i), "url": url, "is_healthy": healthy} for i, (url, healthy) in enumerate(pairs)]
+    # C is listed but down: taking A out would leave B alone serving, one less than all but the batch
+    verdict = capacity([A, B, C], {"r1": records((A, True), (B, True), (C, False))}, [A])
+    assert not verdict["ok"] and "r1 would keep 1 (%s), %s not serving there already" % (B, C) in verdict["msg"]
+    assert capacity([A, B, C], {"r1": records((A, True), (B, True), (C, True))}, [A])["ok"]
+    # the batch's own worker listed but down: it serves nothing, so nothing is taken away even with C down too
+    verdict = capacity([A, B, C], {"r1": records((A, False), (B, True), (C, False))}, [A])
+    assert verdict["ok"] and verdict["taken"] == {"r1": []}
+    # a record without is_healthy counts as serving; URLs are normalized on both sides
+    assert capacity([A, B], {"r1": [{"url": A + "/"}, {"url": "10.0.0.2:30000"}]}, [A], min_serving=1)["ok"]
+
+
+def test_capacity_counts_workers_outside_the_fleet_and_ignores_an_empty_batch():
+    extra = "http://10.0.0.9:30000"  # listed by the router, not in this inventory: it serves all the same
+    assert capacity([A, B, C], {"r1": [A, B, extra]}, [A], min_serving=2)["ok"]
+    assert capacity([A, B, C], {"r1": [A, B, C]}, [])["ok"]
+    assert capacity([A, B, C], {}, [A])["ok"]  # no router: nothing to protect
 
 
 def test_rotation_column():
