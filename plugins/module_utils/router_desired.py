@@ -38,10 +38,13 @@ def parse(data):
     """The worker URLs of a desired-workers file's bytes (or text); raises ValueError saying what is wrong."""
     if isinstance(data, bytes):
         data = data.decode('utf-8')
+    problem = None
     try:
         doc = json.loads(data or '')
     except ValueError as err:
-        raise ValueError('not JSON (%s)' % err)
+        problem = 'not JSON (%s)' % err
+    if problem:
+        raise ValueError(problem)
     if not isinstance(doc, dict) or not isinstance(doc.get('workers'), list):
         raise ValueError('expected {"workers": [URL, ...]}')
     urls = doc['workers']

@@ -32,10 +32,12 @@ def load(path):
         raise
     if kind != 'file':
         raise UnsafePath('%s is a directory, not a file' % path)
+    problem = None
     try:
         return parse(data)
     except ValueError as err:
-        raise ValueError('%s: %s' % (path, err))
+        problem = '%s: %s' % (path, err)
+    raise ValueError(problem)
 
 
 def store(path, urls):

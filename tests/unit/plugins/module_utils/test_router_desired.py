@@ -111,7 +111,7 @@ def launcher(monkeypatch, tmp_path):
     """The launcher module with a stand-in sglang_router.launch_router that records the argv it is handed."""
     seen = {}
     fake = types.ModuleType("sglang_router.launch_router")
-    fake.parse_router_args = lambda args: list(args)
+    fake.parse_router_args = list
     fake.launch_router = lambda args: seen.setdefault("args", args)
     monkeypatch.setitem(sys.modules, "sglang_router", types.ModuleType("sglang_router"))
     monkeypatch.setitem(sys.modules, "sglang_router.launch_router", fake)
