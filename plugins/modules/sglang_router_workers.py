@@ -19,8 +19,8 @@ description:
     that did not get there.
   - Removing a worker takes it out of the rotation at once; requests the router already sent to it run to their end.
   - With O(desired_file), the router host's list of the workers that router should come back with after a restart
-    of its own (a crash, a reboot) is kept in step: written before the router is told (so a router that restarts
-    between the two never gets back a worker this call removes). See docs/router.md.
+    of its own (a crash, a reboot) is kept in step. It is written before the router is told, so a router that restarts
+    between the two never gets back a worker this call removes. See docs/router.md.
 author:
   - llmops.sglang maintainers (@llmops)
 options:
@@ -82,7 +82,7 @@ options:
   desired_file:
     description:
       - The router's desired-workers file on the host this module runs on (the router role's
-        C(/var/lib/llmops-sglang/router/NAME.workers.json), JSON C({"workers": [URL, ...]})), which the role's launcher
+        C(/var/lib/llmops-sglang/router/NAME.workers.json), a JSON object whose C(workers) lists the URLs), which the role's launcher
         hands to the router at every start (C(--worker-urls)). Unset, no file is read or written.
       - O(state=present) adds O(workers) to it (with O(prune) it becomes exactly O(workers)); O(state=absent) removes
         them; O(state=listed) only reads it. Without the file yet, the router's listing before the call is the
