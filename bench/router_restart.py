@@ -200,8 +200,10 @@ def render_router_restart(results):
              "**after**: the router starts with its desired workers (the root-only list handed over by "
              "`LoadCredential=` and the launcher, `--worker-urls`). **before**: the same router started without "
              "the list (its file emptied, so the launcher passes no workers: the unit's start before issue 23); it "
-             "is watched %.0f s for coming back by itself, then `playbooks/router.yml` runs at once (the best case "
-             "for the operator's fix). Seconds: from the restart until the router lists every worker and a "
+             "is watched %.0f s for coming back by itself (it never did), then `playbooks/router.yml` runs, the "
+             "operator's fix: its seconds include that watch, so an operator who ran the playbook the very moment "
+             "the router restarted would have waited the playbook's own time (in brackets), and one who did not "
+             "would still be waiting. Seconds: from the restart until the router lists every worker and a "
              "completion through it succeeds. `bench/router_restart.py`." % (plan["clients"], plan["pause_s"],
                                                                              plan["observe_s"]), "",
              "| mode | trials | seconds until it routes to every worker (median; each) | failed requests at the "
