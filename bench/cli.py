@@ -40,6 +40,7 @@ from .model_sync import run_model_sync
 from .page import evaluate, render
 from .rollout import SIZES, run_rollout
 from .router_drain import run_router_drain
+from .router_restart import run_router_restart
 from .summary import LoadSampler, machine_info, summarize_lag
 
 __metaclass__ = type  # pylint: disable=invalid-name
@@ -65,7 +66,8 @@ def carry_over(results, sections):
         return
     previous = json.loads(path.read_text(encoding="utf-8"))
     keys = {"cpu": ["cpu"], "lag": ["lag_trials", "lag_summary", "lag_hosts"], "sync": ["model_sync"],
-            "rollout": ["rollout"], "router": ["router"]}
+            "rollout": ["rollout"], "router": ["router"],
+            "restart": ["router_restart"]}
     carried = [section for section in SECTIONS if section not in sections
                and any(key in previous for key in keys[section])]
     for section in carried:
@@ -173,7 +175,7 @@ def main():
         else:
             results["extra_notes"].append("Rollout at fleet scale not measured in this run (%s)." % (
                 "--quick" if args.quick else "not selected"))
-        booted = any(section in sections for section in ("cpu", "lag", "sync", "router"))
+        booted = any(section in sections for section in ("cpu", "lag", "sync", "router", "restart"))
         if booted:
             load.phase = "setup"
             log("fleet up: %d hosts in %s" % (plan["hosts"], args.state_dir))
@@ -198,6 +200,10 @@ def main():
         if "router" in sections:
             log("router: a rolling change under load, with the drain and without")
             guarded(results, "router", "router", lambda: run_router_drain(fleet))
+        load.phase = "restart"
+        if "restart" in sections:
+            log("restart: the router restarted under load, before and after the desired-workers list")
+            guarded(results, "restart", "router_restart", lambda: run_router_restart(fleet))
     finally:
         signal.signal(signal.SIGTERM, previous)
         if booted and not args.keep_fleet:

@@ -9,6 +9,7 @@ from .common import CPU_TOOLS, LAG_TOOLS, SCENARIOS, SECTIONS, TOOL_LABELS, WAIT
 from .model_sync import render_model_sync
 from .rollout import render_rollout, rollout_notes
 from .router_drain import render_router_drain
+from .router_restart import render_router_restart
 
 __metaclass__ = type  # pylint: disable=invalid-name
 
@@ -138,6 +139,8 @@ def render(results):
         lines.extend(render_model_sync(results["model_sync"]))
     if results.get("router"):
         lines.extend(render_router_drain(results["router"]))
+    if results.get("router_restart"):
+        lines.extend(render_router_restart(results["router_restart"]))
     add("## Targets and notes")
     add("")
     for note in results.get("notes", []):

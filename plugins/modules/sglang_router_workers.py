@@ -18,6 +18,9 @@ description:
     every added worker is listed (and every removed one gone), at most O(wait) seconds, and fails naming the workers
     that did not get there.
   - Removing a worker takes it out of the rotation at once; requests the router already sent to it run to their end.
+  - With O(desired_file), the router host's list of the workers that router should come back with after a restart
+    of its own (a crash, a reboot) is kept in step. It is written before the router is told, so a router that restarts
+    between the two never gets back a worker this call removes. See docs/router.md.
 author:
   - llmops.sglang maintainers (@llmops)
 options:
@@ -76,13 +79,25 @@ options:
     description: The most requests O(verify) sends per worker.
     type: int
     default: 20
+  desired_file:
+    description:
+      - The router's desired-workers file on the host this module runs on (the router role's
+        C(/var/lib/llmops-sglang/router/NAME.workers.json), a JSON object whose C(workers) lists the URLs), which the role's launcher
+        hands to the router at every start (C(--worker-urls)). Unset, no file is read or written.
+      - O(state=present) adds O(workers) to it (with O(prune) it becomes exactly O(workers)); O(state=absent) removes
+        them; O(state=listed) only reads it. Without the file yet, the router's listing before the call is the
+        starting point.
+      - Written whole (root 0600, temporary name and rename) B(before) any C(POST) or C(DELETE), into a directory only
+        root can change, without following a symlink another user could have placed; a file that is not root's alone
+        or not such a list is refused, naming it.
+    type: path
 attributes:
   check_mode:
     support: full
     description: Reads the listing and reports what would be added or removed, changes nothing.
   diff_mode:
     support: full
-    description: The listed worker URLs before and after.
+    description: The listed worker URLs before and after (and those of O(desired_file)).
   platform:
     support: full
     platforms: posix
@@ -97,6 +112,8 @@ EXAMPLES = r"""
     workers: [http://10.0.0.11:30000]
     state: absent
     wait: 30
+    # the router host's list of what it comes back with after a restart of its own: written before the DELETE
+    desired_file: /var/lib/llmops-sglang/router/sglang-router.workers.json
 
 - name: Admit it again (a keyed worker, with its key) and wait until the router lists it
   llmops.sglang.sglang_router_workers:
@@ -133,6 +150,15 @@ verified:
   description: With O(verify), per worker URL how it was shown to serve through the router (C(routed) or C(listed)).
   returned: when O(verify) is set
   type: dict
+desired:
+  description: The worker URLs O(desired_file) lists after the call (what it would list, in check mode).
+  returned: when O(desired_file) is set
+  type: list
+  elements: str
+desired_changed:
+  description: Whether O(desired_file) changed (or would, in check mode).
+  returned: when O(desired_file) is set
+  type: bool
 """
 
 import json
@@ -143,6 +169,10 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.urllib.parse import quote
 from ansible.module_utils.urls import open_url
 
+from ansible_collections.llmops.sglang.plugins.module_utils.file_adapters import UnsafePath
+from ansible_collections.llmops.sglang.plugins.module_utils.router_desired import after as desired_after
+from ansible_collections.llmops.sglang.plugins.module_utils.router_desired_adapters import load as load_desired
+from ansible_collections.llmops.sglang.plugins.module_utils.router_desired_adapters import store as store_desired
 from ansible_collections.llmops.sglang.plugins.module_utils.router_rotation import listed, normalize_url, plan
 
 REQUESTS_COUNTER = "sglang:num_requests_total"
@@ -242,6 +272,7 @@ def main():
             timeout=dict(type="int", default=10),
             verify=dict(type="bool", default=False),
             verify_requests=dict(type="int", default=20),
+            desired_file=dict(type="path"),
         ),
         supports_check_mode=True,
     )
@@ -254,7 +285,16 @@ def main():
         if params["state"] != "listed":
             todo = plan(before, wanted, params["state"], params["prune"])
         changed = bool(todo["add"] or todo["remove"])
-        if changed and not module.check_mode:
+        saved = desired = None
+        if params["desired_file"]:
+            saved = load_desired(params["desired_file"])
+            desired = desired_after(saved, list(before), wanted, params["state"], params["prune"])
+            # Before the router is told: a router restarting between the two never gets back a worker removed here.
+            if desired != saved and params["state"] != "listed":
+                changed = True
+                if not module.check_mode:
+                    store_desired(params["desired_file"], desired)
+        if (todo["add"] or todo["remove"]) and not module.check_mode:
             for url, worker_id in todo["remove"]:
                 router.call("DELETE", "/workers/" + quote(str(worker_id), safe=""))
             for url in todo["add"]:
@@ -285,13 +325,25 @@ def main():
             verified = verify_routes(router, todo["add"], after, params["verify_requests"], params["timeout"])
     except RouterError as err:
         module.fail_json(msg=str(err))
+    except (UnsafePath, ValueError) as err:
+        module.fail_json(msg="desired_file: %s" % err)
+    except OSError as err:
+        module.fail_json(msg="desired_file %s: %s" % (params["desired_file"], err))
     result = dict(changed=changed, workers=list(after.values()), urls=sorted(after), added=todo["add"],
                   removed=[url for url, _id in todo["remove"]])
     if verified is not None:
         result["verified"] = verified
+    if desired is not None:
+        result["desired"] = desired
+        result["desired_changed"] = desired != saved and params["state"] != "listed"
     if module._diff:
         projected = sorted((set(before) - set(url for url, _id in todo["remove"])) | set(todo["add"]))
-        result["diff"] = {"before": "\n".join(sorted(before)) + "\n", "after": "\n".join(projected) + "\n"}
+        result["diff"] = [{"before_header": "%s workers" % params["url"], "after_header": "%s workers" % params["url"],
+                           "before": "\n".join(sorted(before)) + "\n", "after": "\n".join(projected) + "\n"}]
+        if desired is not None:
+            result["diff"].append({"before_header": params["desired_file"], "after_header": params["desired_file"],
+                                   "before": "".join(url + "\n" for url in (saved or [])),
+                                   "after": "".join(url + "\n" for url in desired)})
     module.exit_json(**result)
 
 

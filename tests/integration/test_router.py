@@ -278,6 +278,201 @@ def test_worker_api_refuses_another_host_without_the_key(deployed):
     assert probe.returncode != 0 and 'Connection refused' in probe.stderr, probe
 
 
+# ---- a router that restarts by itself (issue 23) --------------------------------------------------------------
+DESIRED = '/var/lib/llmops-sglang/router/sglang-router.workers.json'
+# Short answers only, each client pausing between requests (a client hammering a refused port would count thousands
+# of failures a millisecond each, which says nothing more).
+RESTART_CLIENTS = 3
+RESTART_PAUSE = 0.1
+# What a restart may cost at most: seconds from the restart until the router lists every worker and a completion
+# through it succeeds, and failed client requests (measured: see the test's printed line and docs/router.md).
+RESTART_MAX_SECONDS = 20
+REBOOT_MAX_SECONDS = 150
+
+
+class PacedLoad(fleet_load.Load):
+    """fleet_load.Load whose clients send short requests until stopped, pausing RESTART_PAUSE between requests."""
+
+    def __init__(self, *args, **kwargs):
+        fleet_load.Load.__init__(self, *args, **kwargs)
+        self.kinds = [fleet_load.SHORT] * 100000
+
+    def _client(self, client):
+        while True:
+            index = self._take()
+            if index is None:
+                return
+            record = self.request(index, self.kinds[index], client)
+            with self._lock:
+                self.results.append(record)
+            time.sleep(RESTART_PAUSE)
+
+
+def listed_models(fleet):
+    """{url: model_id} of the router's listing, or None when it does not answer."""
+    try:
+        status, answer = router_call(fleet, 'GET', '/workers', timeout=5)
+    except (OSError, http.client.HTTPException, ValueError):
+        return None
+    if status != 200:
+        return None
+    return dict((w['url'], w['model_id']) for w in answer['workers'])
+
+
+def routes(fleet):
+    try:
+        body = {'model': MODEL, 'prompt': 'back %f' % time.time(), 'max_tokens': 1}
+        status, _answer = router_call(fleet, 'POST', '/v1/completions', body, timeout=10)
+    except (OSError, http.client.HTTPException, ValueError):
+        return False
+    return status == 200
+
+
+def wait_back(fleet, expected, since, limit):
+    """Seconds from `since` until the router lists exactly `expected` and a completion through it succeeds."""
+    while time.time() - since < limit:
+        models = listed_models(fleet)
+        if models is not None and sorted(models) == sorted(expected) and routes(fleet):
+            return time.time() - since
+        time.sleep(0.2)
+    raise AssertionError('the router did not list %s and route within %d s: it lists %s'
+                         % (expected, limit, listed_models(fleet)))
+
+
+def router_outage_under_load(fleet, action, limit, tag):
+    """Short requests through the router while `action()` restarts it: (seconds until it routes to every worker
+    again, failed requests, the load's records, when the action began)."""
+    router = fleet.hosts[3]
+    load = PacedLoad(router.address, ROUTER_PORT, [], clients=RESTART_CLIENTS, api_key=ROUTER_KEY, model=MODEL,
+                     timeout=30, tag=tag).start()
+    try:
+        time.sleep(4)
+        began = time.time()
+        action()
+        seconds = wait_back(fleet, worker_urls(fleet), began, limit)
+        time.sleep(4)
+    finally:
+        load.stop.set()
+        assert load.join(60), 'the load did not stop'
+    results = load.results
+    failed = [r for r in results if fleet_load.outcome(r) != 'ok']
+    before = [r for r in results if r['end'] < began]
+    after = [r for r in results if r['start'] > began + seconds]
+    print('\n%s: the router routed to every worker again after %.1f s; %d requests, %d failed (%s); %d ok before, '
+          '%d ok after' % (tag, seconds, len(results), len(failed),
+                           fleet_load.summary_line(fleet_load.summarize(results)), len(before), len(after)))
+    # requests were sent and served before the restart and after it: the counts are not vacuous
+    assert len(before) >= 5 and all(fleet_load.outcome(r) == 'ok' for r in before), before[:3]
+    assert len(after) >= 5 and all(fleet_load.outcome(r) == 'ok' for r in after), [r for r in after if r['error']][:3]
+    # every failure is inside the outage
+    assert all(began - 1 <= r['start'] <= began + seconds + 1 for r in failed), failed[:3]
+    return seconds, failed, results, began
+
+
+def assert_keyed_and_listed_with_their_model(fleet, since):
+    """Every worker listed with the served model (the router's discovery of the keyed workers passed), and the router
+    did not add one without the key since `since`."""
+    assert listed_models(fleet) == dict((url, MODEL) for url in worker_urls(fleet))
+    journal = fleet.run(fleet.hosts[3], 'journalctl -u sglang-router.service --no-pager --since @%d' % int(since),
+                        check=True).stdout
+    assert 'desired worker(s) from the credential router-workers' in journal, journal[-2000:]
+    assert 'without API key' not in journal
+
+
+def test_router_restarted_under_load_comes_back_with_its_workers(deployed):
+    """`systemctl restart` of the router (what a crash with Restart=on-failure also does): it starts with the
+    desired-workers list (root 0600, handed over by LoadCredential=) and routes to every worker again by itself."""
+    fleet = deployed
+    router = fleet.hosts[3]
+    assert fleet.run(router, 'stat -c "%U:%G %a" ' + DESIRED, check=True).stdout.split() == ['root:root', '600']
+    assert json.loads(fleet.run(router, 'cat ' + DESIRED, check=True).stdout) == {'workers': worker_urls(fleet)}
+    denied = fleet.run(router, 'runuser -u %s -- cat %s' % (ROUTER_USER, DESIRED))
+    assert denied.returncode != 0 and 'Permission denied' in denied.stderr, denied
+    pid = fleet.run(router, 'systemctl show -p MainPID --value sglang-router.service', check=True).stdout.strip()
+    seconds, failed, _results, began = router_outage_under_load(
+        fleet, lambda: fleet.run(router, 'systemctl restart sglang-router.service', check=True),
+        RESTART_MAX_SECONDS, 'restart')
+    assert fleet.run(router, 'systemctl show -p MainPID --value sglang-router.service', check=True).stdout.strip() != pid
+    assert seconds <= RESTART_MAX_SECONDS
+    # at most one failure per client per pause while it was away (a refused connection fails at once)
+    assert len(failed) <= RESTART_CLIENTS * (seconds / RESTART_PAUSE + 2), (len(failed), seconds)
+    assert_keyed_and_listed_with_their_model(fleet, began)
+
+
+def test_router_host_rebooted_comes_back_with_its_workers(deployed):
+    """The router host powered off and booted again (fleet.py reboot): the enabled unit starts at boot with the
+    desired workers and routes to every one of them without a playbook run."""
+    fleet = deployed
+    router = fleet.hosts[3]
+    boot_id = fleet.run(router, 'cat /proc/sys/kernel/random/boot_id', check=True).stdout.strip()
+    seconds, failed, _results, began = router_outage_under_load(
+        fleet, lambda: fleet.tool.checked('reboot', router.name), REBOOT_MAX_SECONDS, 'reboot')
+    assert fleet.run(router, 'cat /proc/sys/kernel/random/boot_id', check=True).stdout.strip() != boot_id
+    assert seconds <= REBOOT_MAX_SECONDS
+    assert len(failed) <= RESTART_CLIENTS * (seconds / RESTART_PAUSE + 2), (len(_failed), seconds)
+    assert_keyed_and_listed_with_their_model(fleet, began)
+
+
+DRAIN_PLAY = """
+- name: Take one worker out of the router, as a rollout does just before its restart (drain.yml)
+  hosts: {worker}
+  gather_facts: false
+  tasks:
+    - name: Drain
+      ansible.builtin.include_role:
+        name: llmops.sglang.router
+        tasks_from: {tasks}
+      vars:
+        router_hosts: [{router}]
+        router_drain_workers: [{url}]
+        router_admit_workers: [{url}]
+        router_admit_wait: 60
+        router_fleet_workers: {fleet_urls}
+        router_batch_workers: [{url}]
+        router_drain_metrics_ports: [30001]
+        router_drain_timeout: 10
+"""
+
+
+def test_router_restarted_mid_drain_does_not_readmit_the_drained_worker(deployed, inventory):
+    """drain.yml takes a worker out (the state of a rollout between its drain and its admit); the router restarts:
+    it comes back with the other two and without that one, although it is up and healthy; admit.yml brings it back."""
+    fleet = deployed
+    router, drained = fleet.hosts[3], fleet.hosts[0]
+    url = 'http://%s:30001' % drained.address
+    others = [u for u in worker_urls(fleet) if u != url]
+    path = tempfile.mktemp(prefix='router-drain-', suffix='.yml')
+
+    def run(tasks):
+        with open(path, 'w') as handle:
+            handle.write(DRAIN_PLAY.format(worker=drained.name, router=router.name, url=url, tasks=tasks,
+                                           fleet_urls=json.dumps(worker_urls(fleet))))
+        return play(fleet, inventory, path)
+    try:
+        run('drain.yml')
+        assert rotation(fleet) == others
+        assert json.loads(fleet.run(router, 'cat ' + DESIRED, check=True).stdout) == {'workers': others}
+        began = time.time()
+        fleet.run(router, 'systemctl restart sglang-router.service', check=True)
+        seconds = wait_back(fleet, others, began, RESTART_MAX_SECONDS)
+        # the drained worker is up and healthy (a router given it would list it within a health check: the others
+        # were back after `seconds`); three intervals later it is still not listed
+        probe = ('import urllib.request as u\nu.urlopen(u.Request("http://127.0.0.1:30001/health", '
+                 'headers={"Authorization": "Bearer " + key}), timeout=10)\n')
+        assert fleet.run(drained, ['python3', '-'], input='key = %r\n' % ROUTER_KEY + probe).returncode == 0
+        time.sleep(3 * 2 + 2)
+        assert rotation(fleet) == others
+        print('\nrestarted mid-drain: back with the other two after %.1f s, the drained worker not listed' % seconds)
+        run('admit.yml')
+        assert rotation(fleet) == worker_urls(fleet)
+        assert json.loads(fleet.run(router, 'cat ' + DESIRED, check=True).stdout) == {'workers': worker_urls(fleet)}
+    finally:
+        if os.path.exists(path):
+            os.unlink(path)
+        if rotation(fleet) != worker_urls(fleet):
+            play(fleet, inventory, 'playbooks/router.yml')
+
+
 # ---- under load ---------------------------------------------------------------------------------------------
 # At most this many requests (every 4th a 20 s stream); the test stops sending once the rollout ended, and fails
 # if the plan ran out before that (the load must span the whole rollout).
