@@ -32,10 +32,12 @@ def sglang_deploy_textfile_name(unit):
         raise AnsibleFilterError(str(exc))
 
 
-def sglang_scrape_targets(hosts, hostvars, default_instances, node_exporter_port=9100, router_targets=None):
-    """Filter: inventory host names -> {job: file_sd target groups}."""
+def sglang_scrape_targets(hosts, hostvars, default_instances, node_exporter_port=9100, router_targets=None,
+                          router_hosts=None, router_defaults=None, monitoring_host=None):
+    """Filter: inventory host names -> {job: file_sd target groups, 'notes': [routers left out and why]}."""
     try:
-        return file_sd_groups(hosts, hostvars, default_instances, node_exporter_port, router_targets)
+        return file_sd_groups(hosts, hostvars, default_instances, node_exporter_port, router_targets,
+                              router_hosts, router_defaults, monitoring_host)
     except TargetsError as exc:
         raise AnsibleFilterError(str(exc))
 

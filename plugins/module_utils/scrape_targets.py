@@ -5,9 +5,16 @@
 
 Jobs: ``sglang`` (each instance's /metrics, served with --enable-metrics and exempt from the API key),
 ``node`` (node_exporter on each host, which also serves the role's deployment metrics from its textfile
-collector) and ``router`` (the router's metrics endpoints, when the operator lists any). Every group carries a
-``host`` label (the inventory name); SGLang groups also the systemd ``unit``, so server metrics, node metrics and
-deployment metrics join on ``host`` and ``unit``.
+collector) and ``router`` (the Prometheus endpoint of each sglang-router of the inventory's routers, from the router
+role's own variables, plus any endpoint the operator lists). Every group carries a ``host`` label (the inventory
+name); SGLang and router groups also the systemd ``unit``, so server metrics, node metrics and deployment metrics
+join on ``host`` and ``unit``.
+
+A router's endpoint is where the router role binds it (``router_prometheus_host``:``router_prometheus_port`` of the
+router's host vars, else the router role's defaults): a wildcard (0.0.0.0, ::) is scraped at the router's address
+(``ansible_host``), any other address as it is. On loopback (the router role's default, issue 22) only the router's
+own host reaches it: scraped there when Prometheus runs on that very host, else left out with a note saying how to
+make it reachable; a loopback address of another host is never a target (it would be Prometheus's own host).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -16,9 +23,14 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.llmops.sglang.plugins.module_utils.role_inputs import is_loopback
+
 JOBS = ('sglang', 'node', 'router')
 _NAME_RE = re.compile(r'^[A-Za-z0-9:_.@-]+$')
 SKIPPED_STATES = ('stopped', 'absent')
+WILDCARDS = ('0.0.0.0', '::', '[::]', '')
+# The router role's variables a target is made of (roles/router/defaults/main.yml gives their defaults).
+ROUTER_VARIABLES = ('router_prometheus_host', 'router_prometheus_port', 'router_service_name')
 
 
 class TargetsError(ValueError):
@@ -36,8 +48,7 @@ def _port(value, where):
 
 
 def address(host, values):
-    addr = str(values.get('ansible_host') or host)
-    return '[%s]' % addr if ':' in addr and not addr.startswith('[') else addr
+    return _bracketed(str(values.get('ansible_host') or host))
 
 
 def instances_of(host, values, default_instances):
@@ -62,8 +73,51 @@ def instances_of(host, values, default_instances):
     return found
 
 
-def file_sd_groups(hosts, hostvars, default_instances, node_exporter_port=9100, router_targets=None):
-    """{job: [{targets: [host:port], labels: {...}}]} for the hosts (inventory names) and their hostvars."""
+def _bracketed(addr):
+    return '[%s]' % addr if ':' in addr and not addr.startswith('[') else addr
+
+
+def router_groups(router_hosts, hostvars, router_defaults, monitoring_host=None):
+    """([file_sd groups], [notes]) for the routers (inventory names): where each one's Prometheus endpoint listens,
+    from its host vars over the router role's defaults (``router_defaults``: ROUTER_VARIABLES by name)."""
+    groups, notes = [], []
+    defaults = router_defaults if isinstance(router_defaults, dict) else {}
+    for router in router_hosts or []:
+        values = hostvars[router] if router in hostvars else {}
+
+        def get(name, values=values):
+            value = values.get(name)
+            return defaults.get(name) if value is None else value
+        where = 'router_prometheus_port of %s' % router
+        port = _port(get('router_prometheus_port'), where)
+        listen = get('router_prometheus_host')
+        if not isinstance(listen, str):
+            raise TargetsError('router_prometheus_host of %s must be an address, got %r' % (router, listen))
+        listen = listen.strip()
+        service = str(get('router_service_name') or 'sglang-router')
+        if is_loopback(listen):
+            if router != monitoring_host:
+                notes.append('router %s is not scraped: its Prometheus endpoint listens on %s:%d '
+                             '(router_prometheus_host), which only %s itself reaches. To scrape it from %s, set '
+                             'router_prometheus_host for %s to an address this host reaches (its own address, or '
+                             '0.0.0.0 behind a firewall that lets only the monitoring host in: the endpoint has no '
+                             'authentication) and run the router role again'
+                             % (router, listen, port, router, monitoring_host or 'the monitoring host', router))
+                continue
+            addr = listen  # Prometheus runs on the router's own host
+        elif listen.lower() in WILDCARDS:
+            addr = address(router, values)
+        else:
+            addr = listen
+        groups.append({'targets': ['%s:%d' % (_bracketed(addr), port)],
+                       'labels': {'host': router, 'unit': service if service.endswith('.service') else service + '.service'}})
+    return groups, notes
+
+
+def file_sd_groups(hosts, hostvars, default_instances, node_exporter_port=9100, router_targets=None,
+                   router_hosts=None, router_defaults=None, monitoring_host=None):
+    """{job: [{targets: [host:port], labels: {...}}], 'notes': [...]} for the hosts (inventory names), the routers
+    and their hostvars; 'notes' says which router is left out and why."""
     node_port = _port(node_exporter_port, 'monitoring_node_exporter_port')
     groups = dict((job, []) for job in JOBS)
     for host in hosts:
@@ -72,6 +126,8 @@ def file_sd_groups(hosts, hostvars, default_instances, node_exporter_port=9100, 
         for unit, port in instances_of(host, values, default_instances):
             groups['sglang'].append({'targets': ['%s:%d' % (addr, port)], 'labels': {'host': host, 'unit': unit}})
         groups['node'].append({'targets': ['%s:%d' % (addr, node_port)], 'labels': {'host': host}})
+    groups['router'], notes = router_groups(router_hosts, hostvars, router_defaults, monitoring_host)
+    listed = set(t for g in groups['router'] for t in g['targets'])
     for index, router in enumerate(router_targets or []):
         where = 'monitoring_router_targets[%d]' % index
         if isinstance(router, str):
@@ -82,5 +138,9 @@ def file_sd_groups(hosts, hostvars, default_instances, node_exporter_port=9100, 
         labels = router.get('labels') or {}
         if not isinstance(labels, dict):
             raise TargetsError('%s.labels must be a dict, got %r' % (where, labels))
+        if router['target'] in listed:
+            notes.append('%s (%s) is a router of the inventory already: listed once' % (where, router['target']))
+            continue
         groups['router'].append({'targets': [router['target']], 'labels': dict((str(k), str(v)) for k, v in labels.items())})
+    groups['notes'] = notes
     return groups
