@@ -10,7 +10,9 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.module_utils.deploy_metrics import file_name, render
+from ansible_collections.llmops.sglang.plugins.module_utils.deploy_metrics import (
+    file_name, marker_deadline_seconds, render, render_marker)
+from ansible_collections.llmops.sglang.plugins.module_utils.node_exporter_flags import args_conflict, exec_start_flags
 from ansible_collections.llmops.sglang.plugins.module_utils.scrape_targets import TargetsError, file_sd_groups
 
 
@@ -24,12 +26,34 @@ def sglang_deploy_textfile(outcome, unit, now, config_checksum='', previous=''):
         raise AnsibleFilterError('sglang_deploy_textfile for %s: %s' % (unit, exc))
 
 
+def sglang_deploy_marker(previous, unit, now, wait_timeout, stop_timeout, drain_timeout=0, reason='restart'):
+    """Filter: the textfile's current text -> the same with the "deploying" marker of ``unit`` from ``now`` on."""
+    try:
+        seconds = marker_deadline_seconds(wait_timeout, stop_timeout, drain_timeout)
+        return render_marker(unit, float(now), seconds, previous or '', reason)
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError('sglang_deploy_marker for %s: %s' % (unit, exc))
+
+
 def sglang_deploy_textfile_name(unit):
     """Filter: systemd unit -> its textfile name."""
     try:
         return file_name(unit)
     except ValueError as exc:
         raise AnsibleFilterError(str(exc))
+
+
+def sglang_node_exporter_systemd_flags(units):
+    """Filter: the SGLang units of a host -> node_exporter's systemd collector flags (module_utils/node_exporter_flags)."""
+    try:
+        return exec_start_flags(units)
+    except ValueError as exc:
+        raise AnsibleFilterError('sglang_node_exporter_systemd_flags: %s' % exc)
+
+
+def sglang_node_exporter_args_conflict(default_file_text):
+    """Filter: /etc/default/prometheus-node-exporter's text -> its ARGS lines that set the systemd collector's flags."""
+    return args_conflict(default_file_text)
 
 
 def sglang_scrape_targets(hosts, hostvars, default_instances, node_exporter_port=9100, router_targets=None):
@@ -45,7 +69,10 @@ class FilterModule(object):
 
     def filters(self):
         return {
+            'sglang_deploy_marker': sglang_deploy_marker,
             'sglang_deploy_textfile': sglang_deploy_textfile,
             'sglang_deploy_textfile_name': sglang_deploy_textfile_name,
+            'sglang_node_exporter_args_conflict': sglang_node_exporter_args_conflict,
+            'sglang_node_exporter_systemd_flags': sglang_node_exporter_systemd_flags,
             'sglang_scrape_targets': sglang_scrape_targets,
         }
