@@ -101,7 +101,8 @@ def observed(fleet, standin_host):
     yield target
     fleet.run(target, 'systemctl stop prometheus prometheus-node-exporter; '
                       'apt-get purge -y -q prometheus prometheus-node-exporter >/dev/null; '
-                      'rm -rf /etc/prometheus /var/lib/prometheus /etc/default/prometheus-node-exporter /usr/local/bin/nvidia-smi')
+                      'rm -rf /etc/prometheus /var/lib/prometheus /etc/default/prometheus-node-exporter /usr/local/bin/nvidia-smi '
+                      '/etc/systemd/system/prometheus-node-exporter.service.d; systemctl daemon-reload')
 
 
 def deploy(fleet, target, fault=None):
@@ -186,7 +187,10 @@ def test_prometheus_sees_deploys_failures_and_alerts(fleet, observed):
     rules = prom.get('/api/v1/rules')['groups']
     exprs = dict((rule['name'], rule['query']) for group in rules for rule in group['rules'])
     assert set(exprs) == {'SGLangServerNotReady', 'SGLangCrashLoop', 'SGLangRestartedDuringDeploy', 'SGLangDeployFailed',
-                          'SGLangRolledBack', 'SGLangMetricsTargetDown'}, exprs
+                          'SGLangRolledBack', 'SGLangMetricsTargetDown', 'SGLangDeploySlow', 'SGLangRestartCountMissing'}, exprs
+    # provoked for real in test_alerts.py (a slow planned restart, a crash loop while loading; the restart count is
+    # there, so SGLangRestartCountMissing stays quiet), and in tests/rules' promtool tests
+    elsewhere = {'SGLangCrashLoop', 'SGLangDeploySlow', 'SGLangRestartCountMissing'}
     assert all(rule['health'] == 'ok' for group in rules for rule in group['rules']), rules
 
     def evaluate_alerts():
@@ -202,7 +206,7 @@ def test_prometheus_sees_deploys_failures_and_alerts(fleet, observed):
     evaluate_alerts()
     fleet.run(target, ['systemctl', 'start', UNIT + '.service'], check=True)
     prom.until('SGLangServerNotReady cleared', lambda: prom.query('up{job="sglang"} == 1') and not prom.alerts('SGLangServerNotReady'))
-    evaluate_alerts()  # the restart reset the server's counters: SGLangCrashLoop (threshold 1 here)
+    evaluate_alerts()
     fleet.run(target, ['systemctl', 'stop', 'prometheus-node-exporter'], check=True)
     prom.until('node target down', lambda: prom.query('up{job="node"} == 0'))
     evaluate_alerts()
@@ -213,7 +217,7 @@ def test_prometheus_sees_deploys_failures_and_alerts(fleet, observed):
         evaluate_alerts()
     else:
         seen.add('SGLangRestartedDuringDeploy (no restart during the failed wait)')
-    missing = [name for name in exprs if not any(s.startswith(name) for s in seen)]
+    missing = [name for name in exprs if name not in elsewhere and not any(s.startswith(name) for s in seen)]
     assert not missing, 'alert expressions that never returned series: %s' % missing
 
     # every dashboard query evaluates and returns series (after traffic, the failed deploy and the restart)

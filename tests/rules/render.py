@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 """Render the monitoring role's alert rules with its defaults and run promtool's unit tests on them (make rules).
 
@@ -12,6 +11,8 @@ template module would (StrictUndefined: a variable the defaults lack fails here,
 """
 
 from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type  # pylint: disable=invalid-name
 
 import argparse
 import shutil
