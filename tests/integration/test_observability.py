@@ -170,8 +170,15 @@ def test_prometheus_sees_deploys_failures_and_alerts(fleet, observed):
     assert rerun.rc == 0 and ' changed=0 ' in rerun.stdout, rerun
 
     # a failed deploy: crash in CUDA graph capture, rolled back to the configuration that served
+    failed_from = time.time()
     failed = deploy(fleet, target, fault='crash@cuda_graph:oom')
     assert failed.rc != 0 and 'previous configuration' in failed.stdout, failed
+    time.sleep(2)  # the last scrape of the deploy
+    # the deploying marker (test_alerts.py): set at the restart, renewed by the rollback's, gone with the verdict
+    marked = prom.get('/api/v1/query_range', query='sglang_deploy_in_progress{unit="%s.service"}' % UNIT,
+                      start='%.3f' % failed_from, end='%.3f' % time.time(), step='1s')['result']
+    assert {'restart', 'rollback'} <= set(r['metric']['reason'] for r in marked), marked
+    prom.until('the marker gone with the verdict', lambda: not prom.query('sglang_deploy_in_progress'))
     prom.until_value('sglang_deploy_ready{unit="%s.service"}' % UNIT, 0)
     prom.until_value('sglang_deploy_rolled_back{unit="%s.service"}' % UNIT, 1)
     (info,) = prom.query('sglang_deploy_info{unit="%s.service"}' % UNIT)
