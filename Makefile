@@ -25,12 +25,23 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 N ?= 3
 
-.PHONY: help setup test static sanity lint units local conformance integration demo fleet-up fleet-down fleet-status build packaging ee changelog-lint bench bench-quick clean
+# promtool (make rules): the system's (.ci/run installs Debian's prometheus), else extracted from Debian's prometheus
+# package into .build by make setup: no root, no service, nothing installed.
+PROMTOOL ?= $(or $(shell command -v promtool 2>/dev/null),$(ROOT)/.build/promtool/usr/bin/promtool)
+
+.PHONY: help setup test static sanity lint rules units local conformance integration demo fleet-up fleet-down fleet-status build packaging ee changelog-lint bench bench-quick clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 18
 
-setup: $(VENV)/.done $(VENV_NEW)/.done $(COLLECTION_LINK) ## make both venvs and the collection link
+setup: $(VENV)/.done $(VENV_NEW)/.done $(COLLECTION_LINK) $(PROMTOOL) ## make both venvs, the collection link, promtool
+
+$(ROOT)/.build/promtool/usr/bin/promtool:
+	rm -rf $(ROOT)/.build/promtool $(ROOT)/.build/promtool-deb && mkdir -p $(ROOT)/.build/promtool-deb
+	cd $(ROOT)/.build/promtool-deb && apt-get download prometheus
+	dpkg-deb -x $(ROOT)/.build/promtool-deb/prometheus_*.deb $(ROOT)/.build/promtool
+	rm -rf $(ROOT)/.build/promtool-deb
+	$@ --version
 
 $(VENV)/.done: requirements.txt tests/requirements.txt
 	@test -n "$(PY_OLD)" || { echo "Python 3.11 not found (set PY_OLD=/path/to/python3.11)"; exit 1; }
@@ -56,13 +67,16 @@ test: setup ## everything CI runs: the static checks and the fleet integration g
 	$(MAKE) --no-print-directory -j2 static integration
 
 static: setup ## lint, changelog, units, local, conformance, build, packaging, sanity (in this order)
-	nice -n 10 $(MAKE) --no-print-directory -j1 lint changelog-lint units local conformance build packaging sanity
+	nice -n 10 $(MAKE) --no-print-directory -j1 lint changelog-lint rules units local conformance build packaging sanity
 
 lint: setup ## ansible-lint, production profile (.config/ansible-lint.yml)
 	PATH=$(VENV)/bin:$$PATH ansible-lint --offline
 
 changelog-lint: setup ## antsibull-changelog checks the fragments
 	$(VENV)/bin/antsibull-changelog lint
+
+rules: setup ## promtool unit tests of the monitoring role's alert rules (tests/rules; promtool: Debian's prometheus)
+	$(VENV)/bin/python tests/rules/render.py --promtool $(PROMTOOL) .build/rules
 
 units: setup ## unit tests: no fleet, venv, network or ansible run (the plugins' on both ansible-core lines)
 	$(VENV)/bin/python -m pytest -q tests/unit

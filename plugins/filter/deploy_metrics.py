@@ -10,7 +10,8 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.module_utils.deploy_metrics import file_name, render
+from ansible_collections.llmops.sglang.plugins.module_utils.deploy_metrics import (
+    file_name, marker_deadline_seconds, render, render_marker)
 from ansible_collections.llmops.sglang.plugins.module_utils.scrape_targets import TargetsError, file_sd_groups
 
 
@@ -22,6 +23,15 @@ def sglang_deploy_textfile(outcome, unit, now, config_checksum='', previous=''):
         return render(unit, outcome, float(now), config_checksum or '', previous or '')
     except (TypeError, ValueError) as exc:
         raise AnsibleFilterError('sglang_deploy_textfile for %s: %s' % (unit, exc))
+
+
+def sglang_deploy_marker(previous, unit, now, wait_timeout, stop_timeout, drain_timeout=0, reason='restart'):
+    """Filter: the textfile's current text -> the same with the "deploying" marker of ``unit`` from ``now`` on."""
+    try:
+        seconds = marker_deadline_seconds(wait_timeout, stop_timeout, drain_timeout)
+        return render_marker(unit, float(now), seconds, previous or '', reason)
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError('sglang_deploy_marker for %s: %s' % (unit, exc))
 
 
 def sglang_deploy_textfile_name(unit):
@@ -47,6 +57,7 @@ class FilterModule(object):
 
     def filters(self):
         return {
+            'sglang_deploy_marker': sglang_deploy_marker,
             'sglang_deploy_textfile': sglang_deploy_textfile,
             'sglang_deploy_textfile_name': sglang_deploy_textfile_name,
             'sglang_scrape_targets': sglang_scrape_targets,

@@ -38,9 +38,10 @@ def sglang_prometheus_owned(body):
     return prometheus_config.owned_text(str(body))
 
 
-def sglang_node_exporter_plan(defaults_text, textfile_dir, extra_flags):
+def sglang_node_exporter_plan(defaults_text, textfile_dir, extra_flags, systemd_units=None):
     """Filter: /etc/default/prometheus-node-exporter's text -> {flags, problems} of the role's drop-in."""
-    return node_exporter_flags.plan(defaults_text or '', textfile_dir, extra_flags)
+    return node_exporter_flags.plan(defaults_text or '', textfile_dir, extra_flags,
+                                    systemd_units=list(systemd_units) if systemd_units else None)
 
 
 def sglang_node_exporter_dropin(flags):

@@ -10,6 +10,12 @@ exposition format 0.0.4, which node_exporter's textfile collector reads from ``*
 A re-run that finds the same run of the unit (same InvocationID) with the same verdict, configuration and
 versions returns the previous text unchanged, so the role's write is idempotent: the numbers describe the start-up
 the run went through, not the latest look at it.
+
+The "deploying" marker (``render_marker``): from the moment the role takes an instance down on purpose (its drain out
+of the routers, or its restart when there are none; a rollback's restart renews it) until its verdict, the file also
+carries ``sglang_deploy_in_progress`` with the moment it began and a deadline (the longest the role can take: drain,
+stop and wait). The alert rules leave an instance whose marker's deadline has not passed out of SGLangServerNotReady;
+a marker left by a controller that was killed stops counting at its deadline. ``render`` (the verdict) drops it.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -39,6 +45,16 @@ METRICS = (
     ('gpu_memory_used_bytes', 'GPU memory in use on all GPUs at the end of the last deployment\'s wait.'),
     ('gpu_memory_total_bytes', 'GPU memory of all GPUs at the end of the last deployment\'s wait.'),
 )
+# The marker of a deployment under way (render_marker); its lines follow the last verdict's.
+MARKER_METRICS = (
+    ('in_progress', 'A deployment of the unit is under way (1): taken down on purpose, no verdict yet; its reason '
+                    'label says what took it down (restart, rollback).'),
+    ('started_timestamp_seconds', 'When the deployment under way took the unit down (Unix time).'),
+    ('deadline_timestamp_seconds', 'When the deployment under way must have reached its verdict (Unix time): past it, '
+                                   'the alerts treat the unit as not deploying (a controller killed mid-way).'),
+)
+MARKER_REASONS = ('restart', 'rollback')
+_MARKER_RE = re.compile(r'^(# (HELP|TYPE) )?' + PREFIX + r'(' + '|'.join(name for name, _d in MARKER_METRICS) + r')\b')
 VERSION_LABELS = (('sglang', 'sglang_version'), ('compressed-tensors', 'compressed_tensors_version'),
                   ('torch', 'torch_version'))
 # Labels of the info metric that identify "the same deployment" for idempotence.
@@ -128,6 +144,7 @@ def render(unit, outcome, now, config_checksum='', previous=''):
     Returns ``previous`` itself when it describes the same run with the same verdict (see the module's docstring).
     """
     outcome = outcome or {}
+    previous = strip_marker(previous)
     info = info_labels(unit, outcome, config_checksum)
     ready = 1 if outcome.get('ready') else 0
     old_info, old_ready, old_time_to_ready = parse_previous(previous)
@@ -159,6 +176,53 @@ def render(unit, outcome, now, config_checksum='', previous=''):
     for name, doc in METRICS:
         if not values.get(name):
             continue
+        lines.append('# HELP %s%s %s' % (PREFIX, name, doc))
+        lines.append('# TYPE %s%s gauge' % (PREFIX, name))
+        lines.extend(_line(name, labels, value) for labels, value in values[name])
+    return '\n'.join(lines) + '\n'
+
+
+def strip_marker(text):
+    """The text without a deployment marker's lines (the last verdict's alone); ``text`` itself when it has none."""
+    text = text or ''
+    lines = [line for line in text.splitlines() if not _MARKER_RE.match(line)]
+    if len(lines) == len(text.splitlines()):
+        return text
+    return '\n'.join(lines) + '\n' if lines else ''
+
+
+def marker_deadline_seconds(wait_timeout, stop_timeout, drain_timeout=0):
+    """How long a deployment may keep its marker: the longest the role can take from the marker to the verdict.
+
+    The drain out of the routers (0 without routers), the stop of the running server and the waiter's timeout. A
+    rollback renews the marker at its own restart, with its own stop and wait.
+    """
+    parts = (wait_timeout, stop_timeout, drain_timeout)
+    seconds = [float(part or 0) for part in parts]
+    if any(part < 0 for part in seconds):
+        raise ValueError('marker deadline parts must not be negative: %r' % (parts,))
+    if seconds[0] <= 0:
+        raise ValueError('the wait timeout must be positive, got %r' % (wait_timeout,))
+    return int(sum(seconds))
+
+
+def render_marker(unit, now, seconds, previous='', reason='restart'):
+    """The textfile while a deployment is under way: the last verdict's lines, then the marker (see the docstring).
+
+    ``now``: Unix time the unit is taken down; ``seconds``: how long until its deadline (marker_deadline_seconds).
+    """
+    if reason not in MARKER_REASONS:
+        raise ValueError('marker reason must be one of %s, got %r' % (', '.join(MARKER_REASONS), reason))
+    if float(seconds) <= 0:
+        raise ValueError('marker seconds must be positive, got %r' % (seconds,))
+    unit_label = [('unit', unit)]
+    values = {
+        'in_progress': [(unit_label + [('reason', reason)], 1)],
+        'started_timestamp_seconds': [(unit_label, int(now))],
+        'deadline_timestamp_seconds': [(unit_label, int(now) + int(seconds))],
+    }
+    lines = strip_marker(previous).splitlines()
+    for name, doc in MARKER_METRICS:
         lines.append('# HELP %s%s %s' % (PREFIX, name, doc))
         lines.append('# TYPE %s%s gauge' % (PREFIX, name))
         lines.extend(_line(name, labels, value) for labels, value in values[name])

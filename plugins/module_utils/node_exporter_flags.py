@@ -10,7 +10,8 @@ as the default and the systemd collector enabled by default; a flag given twice 
 (``error: flag 'collector.systemd' cannot be repeated``).
 
 So the role needs nothing from ARGS when ``monitoring_textfile_dir`` is Debian's default. Any flag it does need (the
-textfile directory elsewhere, ``monitoring_node_exporter_extra_flags``) goes into a systemd drop-in the role owns,
+textfile directory elsewhere, the systemd collector's restart count and unit filter for SGLangCrashLoop,
+``monitoring_node_exporter_extra_flags``) goes into one systemd drop-in the role owns,
 whose ExecStart is the packaged one with the flags after ``$ARGS``: the operator's ARGS keep working, and a flag the
 operator's ARGS already sets is refused here (node_exporter would not start) instead of being given twice.
 """
@@ -28,6 +29,33 @@ DEFAULTS_FILE = '/etc/default/prometheus-node-exporter'
 TEXTFILE_FLAG = 'collector.textfile.directory'
 _FLAG = re.compile(r'^--(no-)?([A-Za-z0-9][A-Za-z0-9_.-]*)(=.*)?$', re.S)
 _CONTROL = re.compile(r'[\x00-\x1f\x7f]')
+_UNIT_RE = re.compile(r'^[A-Za-z0-9:_.@-]+$')
+SYSTEMD_COLLECTOR = 'collector.systemd'
+RESTARTS_FLAG = '--collector.systemd.enable-restarts-metrics'
+UNIT_INCLUDE_FLAG = '--collector.systemd.unit-include'
+
+
+def unit_include(units):
+    """``['sglang-k26.service', 'b']`` -> ``(b|sglang-k26)[.]service`` (sorted, each name once).
+
+    node_exporter anchors the Go regular expression itself; a dot is ``[.]`` so that no backslash has to survive
+    the unit file's own escaping."""
+    names = set()
+    for unit in units or []:
+        unit = str(unit)
+        base = unit[:-len('.service')] if unit.endswith('.service') else unit
+        if not _UNIT_RE.match(base):
+            raise ValueError('%r is not a systemd service name (letters, digits, ":_.@-")' % unit)
+        names.add(base.replace('.', '[.]'))
+    if not names:
+        raise ValueError('no SGLang unit to watch')
+    return '(%s)[.]service' % '|'.join(sorted(names))
+
+
+def systemd_collector_flags(units):
+    """The flags for SGLangCrashLoop: systemd's own restart count (NRestarts) of the SGLang units of this host.
+    The systemd collector itself is on by default in node_exporter 1.5 (``--help``), so it is not named again."""
+    return [RESTARTS_FLAG, '%s=%s' % (UNIT_INCLUDE_FLAG, unit_include(units))]
 
 
 def environment_args(text):
@@ -61,10 +89,17 @@ def quoted(word):
     return '"%s"' % word.replace('\\', '\\\\').replace('"', '\\"').replace('%', '%%').replace('$', '$$')
 
 
-def plan(defaults_text, textfile_dir, extra_flags, default_textfile_dir=DEBIAN_TEXTFILE_DIR):
+def plan(defaults_text, textfile_dir, extra_flags, default_textfile_dir=DEBIAN_TEXTFILE_DIR, systemd_units=None):
     """{'flags': [...], 'problems': [...]}: the flags the role's drop-in must add (empty: no drop-in), and the
-    messages for what cannot work, each naming the variable or file."""
+    messages for what cannot work, each naming the variable or file. ``systemd_units``: the SGLang units whose
+    restarts node_exporter counts (monitoring_systemd_collector), None for none."""
     problems = []
+    own = []
+    if systemd_units is not None:
+        try:
+            own = [('monitoring_systemd_collector', flag) for flag in systemd_collector_flags(systemd_units)]
+        except ValueError as exc:
+            problems.append('monitoring_systemd_collector: %s' % exc)
     operator = environment_args(defaults_text)
     operator_names = {}
     for word in operator:
@@ -72,11 +107,26 @@ def plan(defaults_text, textfile_dir, extra_flags, default_textfile_dir=DEBIAN_T
         if name:
             operator_names.setdefault(name, word)
     flags = []
+    seen = {}
+    if own and operator_names.get(SYSTEMD_COLLECTOR, '').startswith('--no-'):
+        problems.append('monitoring_systemd_collector: ARGS in %s turns the systemd collector off (--no-%s), and '
+                        'SGLangCrashLoop counts its restarts. Take it out of ARGS, or set monitoring_systemd_collector: '
+                        'false' % (DEFAULTS_FILE, SYSTEMD_COLLECTOR))
+        own = []
+    for where, flag in own:
+        name = flag_name(flag)
+        if name in operator_names:
+            problems.append('%s: ARGS in %s already sets --%s (%r), which the role sets for SGLangCrashLoop; '
+                            'node_exporter refuses a repeated flag. Take it out of ARGS, or set '
+                            'monitoring_systemd_collector: false and keep yours (it must count the SGLang units\' '
+                            'restarts)' % (where, DEFAULTS_FILE, name, operator_names[name]))
+        else:
+            seen[name] = flag
+            flags.append(flag)
     if not isinstance(extra_flags, list):
         problems.append('monitoring_node_exporter_extra_flags=%r: expected a list of node_exporter flags '
                         '("--name" or "--name=value")' % (extra_flags,))
         extra_flags = []
-    seen = {}
     for index, flag in enumerate(extra_flags):
         where = 'monitoring_node_exporter_extra_flags[%d]=%r' % (index, flag)
         name = flag_name(flag) if isinstance(flag, str) and not _CONTROL.search(flag) else None
@@ -85,7 +135,8 @@ def plan(defaults_text, textfile_dir, extra_flags, default_textfile_dir=DEBIAN_T
         elif name == TEXTFILE_FLAG:
             problems.append('%s: set monitoring_textfile_dir instead (the server role writes there too)' % where)
         elif name in seen:
-            problems.append('%s: --%s is given twice (also %r); node_exporter refuses a repeated flag' % (where, name, seen[name]))
+            problems.append('%s: --%s is given twice (also %r, the role\'s or yours); node_exporter refuses a repeated '
+                            'flag' % (where, name, seen[name]))
         elif name in operator_names:
             problems.append('%s: ARGS in %s already sets --%s (%r); node_exporter refuses a repeated flag. Keep one: '
                             'remove it from ARGS or from monitoring_node_exporter_extra_flags'
@@ -111,5 +162,5 @@ def plan(defaults_text, textfile_dir, extra_flags, default_textfile_dir=DEBIAN_T
 def dropin_text(flags, exec_start=DEBIAN_EXEC_START):
     """The role's drop-in: the packaged ExecStart (with the operator's $ARGS) and the role's flags after it."""
     return ('# llmops.sglang.monitoring: node_exporter flags the role needs (monitoring_textfile_dir,\n'
-            '# monitoring_node_exporter_extra_flags), after the ARGS of %s, which stay the operator\'s.\n'
+            '# monitoring_systemd_collector, monitoring_node_exporter_extra_flags), after the ARGS of %s, which stay the operator\'s.\n'
             '[Service]\nExecStart=\nExecStart=%s %s\n' % (DEFAULTS_FILE, exec_start, ' '.join(quoted(f) for f in flags)))

@@ -126,7 +126,10 @@ def test_monitoring_host_of_an_operator(fleet, monitoring_host):
 def run_scenario(fleet, target, other, inventory_args):
     variables = {'target_hosts': target.name, 'monitoring_sglang_hosts': [target.name],
                  'monitoring_scrape_interval': '1s', 'monitoring_scrape_timeout': '1s',
-                 'monitoring_evaluation_interval': '1s', 'monitoring_node_exporter_extra_flags': RESTARTS_FLAGS}
+                 'monitoring_evaluation_interval': '1s', 'monitoring_node_exporter_extra_flags': RESTARTS_FLAGS,
+                 # the role's own systemd collector flags (test_alerts.py) would repeat these: here the operator's
+                 # extra flags are what is tested
+                 'monitoring_systemd_collector': False}
 
     # --check --diff on a fresh host: passes, says what it would install and write, changes nothing
     assert fleet.run(target, 'dpkg -s python3-apt || dpkg -s prometheus || ls /etc/prometheus').returncode != 0

@@ -8,7 +8,8 @@ __metaclass__ = type
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from ansible_collections.llmops.sglang.plugins.module_utils.deploy_metrics import file_name, phase_durations, render
+from ansible_collections.llmops.sglang.plugins.module_utils.deploy_metrics import (
+    file_name, marker_deadline_seconds, phase_durations, render, render_marker)
 
 UNIT = 'sglang-k26.service'
 PHASES = [{'name': 'init', 'at': -4.2, 'run': 0}, {'name': 'weights', 'at': -2.0, 'run': 0},
@@ -119,3 +120,50 @@ def test_file_name():
     assert file_name('sglang-k26-ddtree') == 'sglang-k26-ddtree.prom'
     with pytest.raises(ValueError):
         file_name('../etc/passwd')
+
+
+def test_marker_follows_the_last_verdict_and_the_next_verdict_drops_it():
+    verdict = render(UNIT, READY, 1000.0, 'c0ffee')
+    marked = render_marker(UNIT, 5000.7, 2400, verdict)
+    values, types = samples(marked)
+    assert one(values, 'sglang_deploy_in_progress', reason='restart') == 1
+    assert one(values, 'sglang_deploy_started_timestamp_seconds') == 5000
+    assert one(values, 'sglang_deploy_deadline_timestamp_seconds') == 7400
+    assert types['sglang_deploy_in_progress'] == 'gauge'
+    # the last verdict's series stay as they were while the deployment is under way
+    assert one(values, 'sglang_deploy_ready') == 1 and one(values, 'sglang_deploy_timestamp_seconds') == 1000
+    assert marked.startswith(verdict)
+    # a rollback renews it (one marker, not two)
+    renewed = render_marker(UNIT, 6000, 1200, marked, reason='rollback')
+    values, _types = samples(renewed)
+    assert one(values, 'sglang_deploy_in_progress', reason='rollback') == 1
+    assert ('sglang_deploy_in_progress', frozenset({'unit': UNIT, 'reason': 'restart'}.items())) not in values
+    assert one(values, 'sglang_deploy_deadline_timestamp_seconds') == 7200
+    # the verdict: the marker is gone, also when the run and verdict are those of the file before it
+    for outcome in (READY, FAILED):
+        after = render(UNIT, outcome, 8000.0, 'c0ffee', renewed)
+        assert 'in_progress' not in after and 'deadline' not in after and 'started_timestamp' not in after
+        samples(after)
+    assert render(UNIT, READY, 8000.0, 'c0ffee', renewed) == verdict
+
+
+def test_marker_on_a_first_deployment_has_no_verdict_before_it():
+    values, _types = samples(render_marker(UNIT, 100, 60))
+    assert set(name for name, _labels in values) == {'sglang_deploy_in_progress', 'sglang_deploy_started_timestamp_seconds',
+                                                     'sglang_deploy_deadline_timestamp_seconds'}
+
+
+def test_marker_deadline_is_the_longest_the_role_can_take():
+    assert marker_deadline_seconds(1800, 600) == 2400
+    assert marker_deadline_seconds(1800, 600, 600) == 3000
+    assert marker_deadline_seconds('120', '30', None) == 150
+    for bad in ((0, 600), (1800, -1), (1800, 600, -5), ('x', 1)):
+        with pytest.raises(ValueError):
+            marker_deadline_seconds(*bad)
+
+
+def test_marker_refuses_what_it_cannot_write():
+    with pytest.raises(ValueError):
+        render_marker(UNIT, 100, 0)
+    with pytest.raises(ValueError):
+        render_marker(UNIT, 100, 60, reason='maintenance')

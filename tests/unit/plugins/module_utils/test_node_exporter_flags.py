@@ -5,6 +5,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
 import shlex
 
 import pytest
@@ -73,3 +74,44 @@ def test_bad_extra_flags_name_the_variable(flags, message):
     assert len(problems) == 1
     assert problems[0].startswith('monitoring_node_exporter_extra_flags')
     assert __import__('re').search(message, problems[0]), problems
+
+
+def test_unit_include_names_each_unit_once_without_backslashes():
+    include = nef.unit_include(['sglang-k26.service', 'sglang-k26', 'b.x@1.service'])
+    assert include == '(b[.]x@1|sglang-k26)[.]service'
+    assert '\\' not in include
+    anchored = re.compile('^(?:%s)$' % include)  # as node_exporter anchors it
+    assert anchored.match('sglang-k26.service') and anchored.match('b.x@1.service')
+    assert not anchored.match('sglang-k26Xservice') and not anchored.match('ssh.service')
+
+
+@pytest.mark.parametrize('bad', [[], ['a b'], ['x$(id)'], ['%i.service']])
+def test_unit_include_refuses_what_is_no_unit(bad):
+    with pytest.raises(ValueError):
+        nef.unit_include(bad)
+    assert nef.plan(DEBIAN_DEFAULTS, TEXTFILE, [], systemd_units=bad)['problems'][0].startswith('monitoring_systemd_collector: ')
+
+
+def test_the_systemd_collector_flags_go_into_the_same_drop_in():
+    result = nef.plan(DEBIAN_DEFAULTS, '/srv/t', ['--web.max-requests=5'], systemd_units=['sglang-k26.service'])
+    assert result == {'problems': [], 'flags': [
+        '--collector.textfile.directory=/srv/t', '--collector.systemd.enable-restarts-metrics',
+        '--collector.systemd.unit-include=(sglang-k26)[.]service', '--web.max-requests=5']}
+    # the collector itself is on by default in 1.5: an operator's --collector.systemd is no conflict
+    assert nef.plan('ARGS="--collector.systemd"', TEXTFILE, [], systemd_units=['u'])['problems'] == []
+
+
+@pytest.mark.parametrize('args, word', [
+    ('ARGS="--collector.systemd.unit-include=a"', 'unit-include'),
+    ('ARGS="-x --collector.systemd.enable-restarts-metrics"', 'enable-restarts-metrics'),
+    ('ARGS="--no-collector.systemd"', 'turns the systemd collector off'),
+])
+def test_args_that_set_the_systemd_flags_are_refused_with_the_way_out(args, word):
+    problems = nef.plan(args, TEXTFILE, [], systemd_units=['u'])['problems']
+    assert len(problems) == 1 and word in problems[0] and 'monitoring_systemd_collector: false' in problems[0]
+    assert nef.plan(args, TEXTFILE, [], systemd_units=None)['problems'] == []  # collector off: nothing to refuse
+
+
+def test_an_extra_flag_the_role_sets_for_the_collector_is_a_repeat():
+    problems = nef.plan(DEBIAN_DEFAULTS, TEXTFILE, ['--collector.systemd.enable-restarts-metrics'], systemd_units=['u'])['problems']
+    assert len(problems) == 1 and 'given twice' in problems[0]
