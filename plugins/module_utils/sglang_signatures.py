@@ -292,6 +292,10 @@ FATAL_SIGNATURES = (
                       'f"Capture cuda graph failed: {e}\\n{CUDA_GRAPH_CAPTURE_FAILED_MSG}"'),
                Source('speculative/frozen_kv_mtp_cuda_graph_runner.py', 198,
                       'f"Capture frozen-KV MTP cuda graph failed: {e}\\n"'))),
+    # The HTTP port's listening paths in 0.5.23 (entrypoints/http_server.py): one server (uvicorn.Server, the default:
+    # uvicorn/server.py:190 logs asyncio's or uvloop's create_server error), --tokenizer-worker-num > 1 (uvicorn.run
+    # with workers: uvicorn/config.py:605 logs socket.bind's error) and SO_REUSEPORT workers (http_server.py:2738 logs
+    # it with SGLang's prefix). Python says "Address", asyncio "address": the pattern takes both.
     # Before warmup_failed: with the HTTP port taken, uvicorn fails at once and the warmup thread, polling a port
     # that never served, logs "Initialization failed. warmup error" ~2 minutes later: the port is the cause.
     Signature('http_port_in_use',
@@ -301,7 +305,9 @@ FATAL_SIGNATURES = (
               (Source('uvicorn==0.54.0:uvicorn/server.py', 190, 'logger.error(exc)'),
                Source('asyncio (CPython 3.11) / uvloop create_server', None,
                       '[Errno 98] error while attempting to bind on address %r: address already in use'),
-               Source('socket (CPython 3.11) bind, as _ReusePortMultiprocess binds its listeners (entrypoints/http_server.py:2667)',
+               Source('uvicorn==0.54.0:uvicorn/config.py', 605, 'logger.error(exc)'),
+               Source('entrypoints/http_server.py', 2738, 'logger.error(error)'),
+               Source('socket (CPython 3.11) bind, as uvicorn\'s bind_socket (workers > 1) and _ReusePortMultiprocess bind',
                       None, 'OSError: [Errno 98] Address already in use'))),
     Signature('warmup_failed',
               re.compile(r'Initialization failed\. warmup error'),

@@ -125,12 +125,17 @@ class _Visitor(ast.NodeVisitor):
 
     visit_FunctionDef = visit_AsyncFunctionDef = _function  # noqa: N815
 
-    def visit_Assign(self, node):
-        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            text = template(node.value, self.names[-1])
+    def _remember(self, stmt):
+        """A local name bound to a message (msg = f"..."; msg += f"..."), for a later raise or log of it."""
+        names = self.names[-1]
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            text = template(stmt.value, names)
             if text is not None:
-                self.names[-1][node.targets[0].id] = text
-        self.generic_visit(node)
+                names[stmt.targets[0].id] = text
+        elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add) and isinstance(stmt.target, ast.Name) \
+                and stmt.target.id in names:
+            more = template(stmt.value, names)
+            names[stmt.target.id] += more if more is not None else '{%s}' % ast.unparse(stmt.value)
 
     def visit_Raise(self, node):
         exc = node.exc
@@ -142,11 +147,18 @@ class _Visitor(ast.NodeVisitor):
     def _block(self, stmts):
         taken = set()
         for index, stmt in enumerate(stmts):
+            self._remember(stmt)
             call = stmt.value if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) else None
             if call is not None and _is_logger(call.func) and call.args and call.func.attr in LOG_LEVELS:
                 level = call.func.attr
-                if level in LOG_LEVELS_ALWAYS or (level.startswith('warn') and _ends_in_exit(stmts[index + 1:])):
-                    self.add(call.args[0], 'logger.' + level, template(call.args[0], self.names[-1]))
+                exits = _ends_in_exit(stmts[index + 1:])
+                text = template(call.args[0], self.names[-1])
+                if text is None and exits and level in LOG_LEVELS_ALWAYS:
+                    # logger.error(exc) and then an exit: the exception's own words are the last ones printed.
+                    self.add(call.args[0], 'logger.%s before exit' % level, '{%s}' % ast.unparse(call.args[0]))
+                    taken.add(index)
+                elif level in LOG_LEVELS_ALWAYS or (level.startswith('warn') and exits):
+                    self.add(call.args[0], 'logger.' + level, text)
                     taken.add(index)
             exit_call = _exit_call(stmt)
             if exit_call is None:
@@ -414,6 +426,7 @@ HEADER = """# Every failure text of SGLang %(release)s that a `sglang serve` sta
 REASONS = {
     'request': 'benign: raised or logged while serving one request and answered to that client (HTTP 4xx/5xx, an '
                'error chunk); the server keeps serving, the waiter\'s probe sees the answer itself',
+    'shutdown': 'benign: printed when someone stops the server (SIGTERM), not a failure of the start',
     'non_fatal': 'benign: logged and then carried on (a fallback, a retry, a clean-up or dump that failed, a '
                  'diagnostic printed with it)',
     'feature_off': 'waived: code of a feature the collection\'s K2.6 serve does not enable (hierarchical-cache '

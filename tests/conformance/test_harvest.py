@@ -180,27 +180,17 @@ FAMILIES = {
         ('model_loader/loader.py', 581, {'model_name_or_path': '/models/Kimi-K2.6'})],
     'port_in_use': [('entrypoints/engine.py', 1196, None), ('utils/network.py', 178, None),
                     ('utils/network.py', 103, None)],
-    'compressed_tensors_too_old': [('layers/quantization/compressed_tensors/compressed_tensors.py', 1004, None)],
+    'compressed_tensors_too_old': [('layers/quantization/compressed_tensors/compressed_tensors.py', 1004, None),
+                                   ('layers/quantization/compressed_tensors/compressed_tensors.py', 423,
+                                    {'min_capability': '100', 'capability': '90'})],
+    # SO_REUSEPORT workers: _reserve_reuseport_socket logs the bind's OSError with SGLang's prefix, then exits.
+    'http_port_in_use': [('entrypoints/http_server.py', 2738, {'error': '[Errno 98] Address already in use'})],
 }
 THIRD_PARTY = {
     'http_port_in_use': [
         # uvicorn==0.54.0:uvicorn/server.py:190 logs the OSError of asyncio's create_server (test_signatures produces
         # it for real); a plain bind (the reuse-port listeners) says it with a capital A, produced here for real.
         lambda: ['ERROR:    ' + _bind_error_python().split(': ', 1)[1]], lambda: [_bind_error_python()]],
-    'cuda_oom': [lambda: ['torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.75 GiB. GPU 3 has a total '
-                          'capacity of 178.35 GiB of which 1.02 GiB is free.']],
-    'triton_out_of_resources': [lambda: ['triton.runtime.errors.OutOfResources: out of resource: shared memory, '
-                                         'Required: 262144, Hardware limit: 232448. Reducing block sizes or '
-                                         '`num_stages` may help.']],
-    'checkpoint_incomplete': [lambda: ['safetensors_rust.SafetensorError: Error while deserializing header: '
-                                       'incomplete metadata, file not fully covered']],
-    'compressed_tensors_too_old': [lambda: ["ValueError: 'nvfp4-pack-quantized' is not a valid CompressionFormat"]],
-    'port_in_use': [lambda: ["zmq.error.ZMQError: Address already in use (addr='tcp://10.0.0.1:30005')"],
-                    lambda: ['torch.distributed.DistNetworkError: The server socket has failed to listen on any local '
-                             'network address. port: 20000, useIPv6: 0, code: -98, name: EADDRINUSE, message: address '
-                             'already in use']],
-    'nccl': [lambda: ['h100-1:48133:48290 [3] NCCL WARN socketStartConnect: Connect to 10.0.0.2<40397> failed : '
-                      'Software caused connection abort']],
 }
 
 
@@ -231,3 +221,29 @@ def test_each_family_reads_with_its_cause_and_hint(release, name, source):
     if name == 'subprocess_crashed':
         assert source[2]['proc.exitcode'] in hint, hint
     assert row.hint.split('{')[0][:20] in hint
+
+
+# ---- other programs' texts the start paths print ------------------------------------------------------------------
+
+THIRD_PARTY_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'third_party_failures.yml')
+
+
+def _third_party():
+    import yaml  # pylint: disable=import-outside-toplevel
+    with open(THIRD_PARTY_FILE, encoding='utf-8') as handle:
+        return yaml.safe_load(handle)['texts']
+
+
+@pytest.mark.parametrize('row', _third_party(), ids=lambda row: '%s-%s' % (row['matched'], row['origin'].split(' ')[0]))
+def test_third_party_texts_are_read_and_cited(release, row):
+    from citations import PACKAGE_FILE, source_lines  # pylint: disable=import-outside-toplevel
+    if PACKAGE_FILE.match(row['origin']):
+        lines = source_lines(row['origin'])
+        assert row['at_line'] in lines[row['line'] - 1], '%s:%d no longer holds %r' % (row['origin'], row['line'], row['at_line'])
+    else:
+        assert 'line' not in row and ' ' in row['origin'], 'an origin that is not a readable file says why: %r' % row
+    assert row['matched'] in set(sig.name for sig in table.FATAL_SIGNATURES)
+    sig, _match = table.match_fatal(row['text'])
+    assert sig is not None and sig.name == row['matched'], (row['text'], sig and sig.name)
+    summary, hint, cause = digest([row['text']]).cause()
+    assert cause == row['matched'] and hint and summary, (summary, hint, cause)
