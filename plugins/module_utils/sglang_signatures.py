@@ -220,6 +220,24 @@ FATAL_SIGNATURES = (
                       '"Loading this model requires you to execute custom code contained in the model repository on your local "'),
                Source(_TRANSFORMERS + 'dynamic_module_utils.py', 790,
                       'f"Please pass the argument `trust_remote_code=True` to allow custom code to be run."'))),
+    # No GPU visible to the server: SGLang's own checks and torch's when the driver or the device nodes are missing.
+    Signature('no_gpu',
+              re.compile(r'No CUDA devices found via torch\.cuda|No (?:supported )?accelerator \((?:CUDA|XPU)|'
+                         r'Found no NVIDIA driver on your system|CUDA driver initialization failed|'
+                         r'CUDA driver version is insufficient for CUDA runtime version'),
+              'The server sees no usable GPU: check `nvidia-smi` on the host (driver loaded, GPUs healthy), '
+              'CUDA_VISIBLE_DEVICES in the unit\'s environment, that the service user can open /dev/nvidia*, and that '
+              'the driver is new enough for the CUDA of the venv\'s torch.',
+              False,
+              (Source('utils/common.py', 784, 'raise RuntimeError(f"{reason} No CUDA devices found via torch.cuda.")'),
+               Source('utils/common.py', 628, 'raise RuntimeError("No supported accelerator (CUDA/XPU) available")'),
+               Source('utils/common.py', 1125, '"No accelerator (CUDA, XPU, HPU, NPU, MUSA, MPS) or platform plugin is available."'),
+               Source('torch (torch/cuda/__init__.py _lazy_init, via _cuda_init)', None,
+                      'RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and '
+                      'installed a driver from http://www.nvidia.com/Download/index.aspx'),
+               Source('CUDA runtime (cudaErrorInsufficientDriver, via torch)', None,
+                      'RuntimeError: The NVIDIA driver on your system is too old (found version 12020). CUDA driver '
+                      'version is insufficient for CUDA runtime version'))),
     Signature('no_kernel_image',
               re.compile(r'no kernel image is available for execution on the device'),
               'A CUDA binary was not built for this GPU architecture: install torch / sgl-kernel / SGLang builds for this GPU (e.g. sm_100/sm_103).',
@@ -399,6 +417,14 @@ FATAL_SIGNATURES = (
                       '"Received sigquit from a child process. It usually means the child failed."'),
                Source('managers/tokenizer_manager.py', 4074,
                       'f"SIGQUIT received. {signum=}, {frame=}. It usually means one child failed."'))),
+    # A rank that loaded waits for the others at a barrier and gives up: the failing rank's traceback is the cause.
+    Signature('other_rank_failed',
+              re.compile(r'could finish the model loading, but there are other ranks that didn\'t finish loading'),
+              'Another TP rank did not finish loading (often out of memory, a missing shard, or a slow node): its own '
+              'traceback above, or the other node\'s journal, names the cause.',
+              True,
+              (Source('model_executor/model_runner_components/load_model_utils.py', 394,
+                      'f"TP rank {tp_rank} could finish the model loading, but there are other ranks that didn\'t finish'),)),
     Signature('init_failed',
               re.compile(r'Initialization failed\. Please see the error messages above'),
               'Start-up failed: the error messages above this line name the cause.',

@@ -500,8 +500,8 @@ def counts_block(entries):
         COUNTS_BEGIN,
         '| release | harvested texts | matched | benign | waived |',
         '|---|---|---|---|---|',
-        '| %s | %d | %d | %d | %d |' % (sglang_release.release(), numbers['harvested'], numbers['matched'],
-                                       numbers['benign'], numbers['waived']),
+        '| %s | %d | %d | %d | %d |' % (
+            sglang_release.release(), numbers['harvested'], numbers['matched'], numbers['benign'], numbers['waived']),
         '',
         'Matched, by signature: ' + ', '.join('`%s` %d' % item for item in sorted(by_name.items())) + '.',
         COUNTS_END])

@@ -183,6 +183,9 @@ FAMILIES = {
     'compressed_tensors_too_old': [('layers/quantization/compressed_tensors/compressed_tensors.py', 1004, None),
                                    ('layers/quantization/compressed_tensors/compressed_tensors.py', 423,
                                     {'min_capability': '100', 'capability': '90'})],
+    'no_gpu': [('utils/common.py', 784, {'reason': 'nvidia-smi returned no GPU memory values.'}),
+               ('utils/common.py', 628, None), ('utils/common.py', 1125, None)],
+    'other_rank_failed': [('model_executor/model_runner_components/load_model_utils.py', 394, {'tp_rank': '5'})],
     # SO_REUSEPORT workers: _reserve_reuseport_socket logs the bind's OSError with SGLang's prefix, then exits.
     'http_port_in_use': [('entrypoints/http_server.py', 2738, {'error': '[Errno 98] Address already in use'})],
 }
