@@ -38,13 +38,18 @@ import sglang_release
 #   mem_cache/       KV cache pools, radix cache, allocators (and the hierarchical cache, when enabled)
 #   layers/quantization/  the checkpoint's quantization config (K2.6: compressed-tensors)
 #   utils/           what all of the above call (ports, processes, watchdog, HF config and tokenizer loading)
-#   server_args.py   ServerArgs.__post_init__: every start validates its flags there before anything loads
-# Left out: models/ (one file per architecture: K2.6's deepseek_v2/kimi lines are in layers/ and model_executor/),
+#   server_args.py, arg_groups/   ServerArgs.__post_init__ and the resolution hooks it runs: every start validates
+#                    and resolves its flags there before anything loads
+#   configs/model_config.py, load_config.py, device_config.py   the model's config.json read into a ModelConfig
+#   models/registry.py   the architecture lookup (the one file of models/ every start runs)
+# Left out: the rest of models/ (one file per architecture, K2.6's shared code is in layers/ and model_executor/) and
+# of configs/ (other architectures' config classes),
 # disaggregation/, speculative/, lora/, multimodal/, function_call/ and the other feature packages a start without
 # their flags never imports, and the Rust router. A new release that moves start-up code elsewhere shows up in the
 # fleet tests' journals, not here: widen SCOPE then.
 SCOPE = ('entrypoints/', 'managers/', 'model_executor/', 'model_loader/', 'distributed/', 'mem_cache/',
-         'layers/quantization/', 'utils/', 'server_args.py')
+         'layers/quantization/', 'utils/', 'server_args.py', 'arg_groups/', 'configs/model_config.py',
+         'configs/load_config.py', 'configs/device_config.py', 'models/registry.py')
 
 LOG_LEVELS_ALWAYS = ('error', 'exception', 'critical', 'fatal')
 LOG_LEVELS = LOG_LEVELS_ALWAYS + ('warning', 'warn', 'warning_once', 'info', 'info_once', 'debug')
@@ -352,6 +357,8 @@ QUANT_SHARED = ('layers/quantization/compressed_tensors/', 'layers/quantization/
                 'layers/quantization/int8_kernel.py', 'layers/quantization/marlin_utils.py')
 PROGRAMMING = ('NotImplementedError', 'AssertionError', 'TypeError', 'AttributeError', 'IndexError', 'KeyError',
                'NotImplemented')
+# Where ServerArgs resolves and validates the flags: a refusal there is a configuration's, whatever the exception.
+CONFIG_PATHS = ('server_args.py', 'arg_groups/', 'configs/')
 # A request's failure, answered to that client (HTTP 4xx/5xx): the server keeps serving.
 REQUEST_PATHS = ('entrypoints/openai/', 'managers/io_struct.py', 'managers/tokenizer_manager_score_mixin.py',
                  'managers/scheduler_components/batch_result_processor.py', 'managers/async_dynamic_batch_tokenizer.py',
@@ -375,7 +382,10 @@ def suggest(entry, signatures):
         return 'waived', 'feature_off'
     if path.startswith('layers/quantization/') and not path.startswith(QUANT_SHARED):
         return 'waived', 'other_quantization'
-    if kind.startswith('raise ') and kind.split(' ', 1)[1].split('.')[-1] in PROGRAMMING:
+    exc = kind.split(' ', 1)[1].split('.')[-1] if kind.startswith('raise ') else None
+    if exc in ('NotImplementedError', 'AssertionError') and path.startswith(CONFIG_PATHS):
+        return 'waived', 'names_its_cause'  # the flag resolution refuses a combination with these too
+    if exc in PROGRAMMING:
         return 'waived', 'programming'
     if path.startswith(REQUEST_PATHS) or (path + ':' + text).startswith(REQUEST_PATHS):
         return 'benign', 'request'
