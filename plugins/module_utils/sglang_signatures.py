@@ -352,11 +352,13 @@ FATAL_SIGNATURES = (
                       '-98, name: EADDRINUSE, message: address already in use'))),
     Signature('nccl',
               re.compile(r'NCCL WARN|NCCL error|ncclInternalError|ncclSystemError|ncclUnhandledCudaError|ncclRemoteError|'
-                         r'Watchdog caught collective operation timeout'),
+                         r'Watchdog caught collective operation timeout|Failed to load NCCL library from'),
               'NCCL failed: check the NCCL_* environment (on PCIe-only boxes NCCL_P2P_LEVEL / --enable-p2p-check / '
-              'NCCL_P2P_DISABLE=1), NCCL_SOCKET_IFNAME and NCCL_IB_DISABLE.',
+              'NCCL_P2P_DISABLE=1), NCCL_SOCKET_IFNAME and NCCL_IB_DISABLE; if its library failed to load, the '
+              'venv\'s nvidia-nccl package (or SGLANG_NCCL_SO_PATH).',
               False,
               (Source('distributed/device_communicators/pynccl_wrapper.py', 474, 'raise RuntimeError(f"NCCL error: {error_str}")'),
+               Source('distributed/device_communicators/pynccl_wrapper.py', 441, '"Failed to load NCCL library from %s . "'),
                Source('NCCL (debug.cc, NCCL_DEBUG=WARN)', None, '%s:%d:%d [%d] NCCL WARN %s'),
                Source('torch (ProcessGroupNCCL.cpp)', None,
                       '[Rank %d] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=%d, OpType=ALLREDUCE, ...)'),

@@ -186,6 +186,8 @@ FAMILIES = {
     'no_gpu': [('utils/common.py', 784, {'reason': 'nvidia-smi returned no GPU memory values.'}),
                ('utils/common.py', 628, None), ('utils/common.py', 1125, None)],
     'other_rank_failed': [('model_executor/model_runner_components/load_model_utils.py', 394, {'tp_rank': '5'})],
+    'nccl': [('distributed/device_communicators/pynccl_wrapper.py', 474, {'error_str': 'unhandled system error'}),
+             ('distributed/device_communicators/pynccl_wrapper.py', 441, None)],
     # SO_REUSEPORT workers: _reserve_reuseport_socket logs the bind's OSError with SGLang's prefix, then exits.
     'http_port_in_use': [('entrypoints/http_server.py', 2738, {'error': '[Errno 98] Address already in use'})],
 }
