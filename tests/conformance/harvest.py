@@ -208,6 +208,9 @@ def harvest():
     with open(cache + '.tmp', 'w', encoding='utf-8') as handle:
         json.dump(found, handle)
     os.replace(cache + '.tmp', cache)
+    for name in os.listdir(os.path.dirname(cache)):  # an older harvester's cache is never read again
+        if name.startswith('harvest-') and name.endswith('.json') and name != os.path.basename(cache):
+            os.remove(os.path.join(os.path.dirname(cache), name))
     return tuple(found)
 
 
