@@ -133,14 +133,25 @@ FATAL_SIGNATURES = (
               False,
               (Source('gcc (Triton builds its cuda_utils.c helper with #include <Python.h>)', None,
                       '%(file)s:%(line)d:%(col)d: fatal error: Python.h: No such file or directory'),)),
+    # The family: a checkpoint's quantization config (format, type, strategy, scheme) that the installed
+    # compressed-tensors does not know, as CPython's enum words it, or that SGLang finds no scheme for.
     Signature('compressed_tensors_too_old',
-              re.compile(r"AttributeError:.*nvfp4_pack_quantized|'nvfp4-pack-quantized' is not a valid CompressionFormat"),
-              'compressed-tensors is too old for this checkpoint (nvfp4-pack-quantized needs >= 0.10.0): install the '
-              'version SGLang pins (%s pins compressed-tensors==%s) in the server\'s venv.'
+              re.compile(r"AttributeError:.*nvfp4_pack_quantized|is not a valid (?:CompressionFormat|QuantizationType|"
+                         r"QuantizationStrategy|ActivationOrdering|DynamicType|QuantizationMetadata)\b|"
+                         r"Quantization scheme is not supported for |Unsupported FusedMoe scheme: "),
+              'The checkpoint\'s quantization config uses a format or scheme that the installed compressed-tensors '
+              '(or this SGLang on this GPU) does not know: install the version SGLang pins (%s pins '
+              'compressed-tensors==%s; nvfp4-pack-quantized needs >= 0.10.0) in the server\'s venv; if it is already '
+              'that version, the checkpoint needs a newer SGLang or another GPU.'
               % (RELEASE, PINS['compressed-tensors']),
               False,
               (Source('layers/quantization/compressed_tensors/utils.py', 18,
                       'CompressionFormat.nvfp4_pack_quantized.value,'),
+               Source('layers/quantization/compressed_tensors/compressed_tensors.py', 423,
+                      '"Quantization scheme is not supported for ",'),
+               Source('layers/quantization/quark/quark.py', 791, '"Quantization scheme is not supported for "'),
+               Source('layers/quantization/compressed_tensors/compressed_tensors.py', 1004,
+                      'f"Unsupported FusedMoe scheme: {weight_quant}, {input_quant}"'),
                Source('enum (CPython 3.11): a compressed-tensors without the member', None,
                       "AttributeError: nvfp4_pack_quantized / ValueError: %r is not a valid CompressionFormat"))),
     Signature('unrecognized_arguments',
@@ -175,6 +186,26 @@ FATAL_SIGNATURES = (
                       'f"Can\'t load the configuration of \'{pretrained_model_name_or_path}\'. If you were trying to load it"'),
                Source('OSError (CPython 3.11) opening the checkpoint', None,
                       "FileNotFoundError: [Errno 2] No such file or directory: '%s/config.json'"))),
+    # A shard the index names that is not there, or a safetensors file cut short (an interrupted copy).
+    Signature('checkpoint_incomplete',
+              re.compile(r'references \S+ shard file\(s\) missing from|Error while deserializing header|'
+                         r'Cannot find any model weights with|No model weights found in|'
+                         r'incomplete metadata, file not fully covered|MetadataIncompleteBuffer'),
+              'The checkpoint is incomplete: a shard is missing or cut short (an interrupted download or copy). Compare '
+              'the model directory with model.safetensors.index.json and the files\' sizes with the source, copy the '
+              'missing or short shards again.',
+              False,
+              (Source('model_loader/loader.py', 581, 'f"Cannot find any model weights with `{model_name_or_path}`"'),
+               Source('model_loader/loader.py', 2644, 'raise RuntimeError(f"No model weights found in: `{model_name_or_path}`")'),
+               Source('model_loader/loader.py', 2662, 'f"Cannot find any model weights with `{model_name_or_path}`"'),
+               Source('model_loader/loader.py', 4046, 'f"Cannot find any model weights with `{model_name_or_path}`"'),
+               Source('models/clip.py', 670, 'f"Cannot find any model weights with `{model_name_or_path}`"'),
+               Source('models/mimo_audio.py', 1368, 'f"No model weights found in {path} "'),
+               Source('model_loader/weight_utils.py', 802,
+                      'f"{index_file} references {len(missing_files)} shard file(s) missing "'),
+               Source('safetensors==0.8.0 (Rust, _safetensors_rust.abi3.so: SafeTensorError::MetadataIncompleteBuffer)',
+                      None, 'safetensors_rust.SafetensorError: Error while deserializing header: incomplete metadata, '
+                      'file not fully covered'))),
     # transformers 5 words it "requires you to execute custom code" / "pass the argument `trust_remote_code=True`"
     # (the second line of its message); SGLang's own tokenizer loader wraps it; older releases said "execute the
     # configuration file".
@@ -189,6 +220,24 @@ FATAL_SIGNATURES = (
                       '"Loading this model requires you to execute custom code contained in the model repository on your local "'),
                Source(_TRANSFORMERS + 'dynamic_module_utils.py', 790,
                       'f"Please pass the argument `trust_remote_code=True` to allow custom code to be run."'))),
+    # No GPU visible to the server: SGLang's own checks and torch's when the driver or the device nodes are missing.
+    Signature('no_gpu',
+              re.compile(r'No CUDA devices found via torch\.cuda|No (?:supported )?accelerator \((?:CUDA|XPU)|'
+                         r'Found no NVIDIA driver on your system|CUDA driver initialization failed|'
+                         r'CUDA driver version is insufficient for CUDA runtime version'),
+              'The server sees no usable GPU: check `nvidia-smi` on the host (driver loaded, GPUs healthy), '
+              'CUDA_VISIBLE_DEVICES in the unit\'s environment, that the service user can open /dev/nvidia*, and that '
+              'the driver is new enough for the CUDA of the venv\'s torch.',
+              False,
+              (Source('utils/common.py', 784, 'raise RuntimeError(f"{reason} No CUDA devices found via torch.cuda.")'),
+               Source('utils/common.py', 628, 'raise RuntimeError("No supported accelerator (CUDA/XPU) available")'),
+               Source('utils/common.py', 1125, '"No accelerator (CUDA, XPU, HPU, NPU, MUSA, MPS) or platform plugin is available."'),
+               Source('torch (torch/cuda/__init__.py _lazy_init, via _cuda_init)', None,
+                      'RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and '
+                      'installed a driver from http://www.nvidia.com/Download/index.aspx'),
+               Source('CUDA runtime (cudaErrorInsufficientDriver, via torch)', None,
+                      'RuntimeError: The NVIDIA driver on your system is too old (found version 12020). CUDA driver '
+                      'version is insufficient for CUDA runtime version'))),
     Signature('no_kernel_image',
               re.compile(r'no kernel image is available for execution on the device'),
               'A CUDA binary was not built for this GPU architecture: install torch / sgl-kernel / SGLang builds for this GPU (e.g. sm_100/sm_103).',
@@ -202,12 +251,29 @@ FATAL_SIGNATURES = (
               False,
               (Source('entrypoints/engine.py', 2006, 'f"Rank {rank} scheduler died during initialization "'),
                Source('entrypoints/engine.py', 2007, 'f"(exit code: {proc.exitcode}). "'))),
-    Signature('not_enough_memory',
-              re.compile(r'Not enough memory\. Please try to increase --mem-fraction-static'),
-              'GPU memory left for the KV cache is too small: raise --mem-fraction-static a little, lower --context-length, '
-              'or use more GPUs (--tp-size).',
+    Signature('gpu_memory_unbalanced',
+              re.compile(r'The memory capacity is unbalanced\. Some GPUs may be occupied by other processes'),
+              'Some GPUs have less free memory than the others: another process holds memory on them (often a previous '
+              'server that did not exit). Find it in nvidia-smi\'s process list and stop it.',
               False,
-              (Source('model_executor/pool_configurator.py', 96, 'Not enough memory. Please try to increase --mem-fraction-static.'),)),
+              (Source('distributed/bootstrap.py', 445,
+                      'msg = "The memory capacity is unbalanced. Some GPUs may be occupied by other processes. "'),)),
+    Signature('not_enough_memory',
+              re.compile(r'Not enough memory\. Please try to increase --mem-fraction-static|'
+                         r'leaves? no (?:room for the full KV pool|GPU memory for the KV cache)|Not enough GPU memory for |'
+                         r'\b(?:Prefill |Decode )?[Oo]ut of memory\. Try to lower your batch size|'
+                         r'alloc_req_slots runs out of memory'),
+              'GPU memory left for the KV cache is too small: raise --mem-fraction-static a little, lower --context-length, '
+              'or use more GPUs (--tp-size); when it happens while serving, lower --max-running-requests.',
+              False,
+              (Source('model_executor/pool_configurator.py', 96, 'Not enough memory. Please try to increase --mem-fraction-static.'),
+               Source('mem_cache/kv_cache_configurator.py', 3051, 'f"Loaded weights leave no GPU memory for the KV cache under "'),
+               Source('mem_cache/allocation.py', 163, 'f"Out of memory. Try to lower your batch size.\\n"'),
+               Source('mem_cache/allocation.py', 345, '"alloc_req_slots runs out of memory. "'),
+               Source('mem_cache/kv_cache_configurator.py', 3394,
+                      'f"Not enough GPU memory for hybrid (mamba/linear-attention) state cache. "'),
+               Source('model_executor/pool_configurator.py', 1027, '{fixed_swa_bytes / (1 << 30):.2f} GiB) leaves no room for the full '),
+               Source('model_executor/pool_configurator.py', 1681, '{swa_fixed_bytes / (1 << 30):.2f} GB) leaves no room for the full '))),
     Signature('cuda_oom',
               re.compile(r'CUDA out of memory|OutOfMemoryError|CUDA error: out of memory'),
               'The GPUs ran out of memory: lower --mem-fraction-static (leaves room for activations and CUDA graphs) or '
@@ -217,6 +283,16 @@ FATAL_SIGNATURES = (
                       'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate %s. GPU %d has a total capacity of %s'),
                Source('CUDA runtime (cudaErrorMemoryAllocation, via torch: e.g. inside a graph capture)', None,
                       'RuntimeError: CUDA error: out of memory'))),
+    # Not GPU memory: a Triton kernel's configuration needs more shared memory (or registers) than the GPU has.
+    Signature('triton_out_of_resources',
+              re.compile(r'OutOfResources: out of resource: |out of resource: (?:shared memory|registers|tensor memory)'),
+              'A Triton kernel needs more on-chip resources (shared memory, registers) than this GPU has: a kernel '
+              'configuration tuned for another GPU. Use the SGLang/sgl-kernel build for this GPU, or another backend '
+              '(--attention-backend, --moe-runner-backend); lowering memory flags does not help.',
+              False,
+              (Source('triton (runtime/errors.py OutOfResources, raised from compiler/compiler.py _init_handles)', None,
+                      'triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: %d, Hardware '
+                      'limit: %d. Reducing block sizes or `num_stages` may help.'),)),
     Signature('cuda_graph_failed',
               re.compile(r'(?i)Capture [\w -]*?cuda graph failed'),
               'CUDA graph capture failed (usually memory): lower --mem-fraction-static or the CUDA graph batch size '
@@ -234,15 +310,23 @@ FATAL_SIGNATURES = (
                       'f"Capture cuda graph failed: {e}\\n{CUDA_GRAPH_CAPTURE_FAILED_MSG}"'),
                Source('speculative/frozen_kv_mtp_cuda_graph_runner.py', 198,
                       'f"Capture frozen-KV MTP cuda graph failed: {e}\\n"'))),
+    # The HTTP port's listening paths in 0.5.23 (entrypoints/http_server.py): one server (uvicorn.Server, the default:
+    # uvicorn/server.py:190 logs asyncio's or uvloop's create_server error), --tokenizer-worker-num > 1 (uvicorn.run
+    # with workers: uvicorn/config.py:605 logs socket.bind's error) and SO_REUSEPORT workers (http_server.py:2738 logs
+    # it with SGLang's prefix). Python says "Address", asyncio "address": the pattern takes both.
     # Before warmup_failed: with the HTTP port taken, uvicorn fails at once and the warmup thread, polling a port
     # that never served, logs "Initialization failed. warmup error" ~2 minutes later: the port is the cause.
     Signature('http_port_in_use',
-              re.compile(r'\[Errno 98\].*address already in use'),
+              re.compile(r'\[Errno 98\].*(?i:address already in use)'),
               'The HTTP port is taken by another process: find it with `ss -ltnp` and stop it, or change --port.',
               False,
               (Source('uvicorn==0.54.0:uvicorn/server.py', 190, 'logger.error(exc)'),
                Source('asyncio (CPython 3.11) / uvloop create_server', None,
-                      '[Errno 98] error while attempting to bind on address %r: address already in use'))),
+                      '[Errno 98] error while attempting to bind on address %r: address already in use'),
+               Source('uvicorn==0.54.0:uvicorn/config.py', 605, 'logger.error(exc)'),
+               Source('entrypoints/http_server.py', 2738, 'logger.error(error)'),
+               Source('socket (CPython 3.11) bind, as uvicorn\'s bind_socket (workers > 1) and _ReusePortMultiprocess bind',
+                      None, 'OSError: [Errno 98] Address already in use'))),
     Signature('warmup_failed',
               re.compile(r'Initialization failed\. warmup error'),
               'The server loaded but its first (warmup) request failed: read the warmup error; SGLANG_WARMUP_TIMEOUT bounds it.',
@@ -250,20 +334,31 @@ FATAL_SIGNATURES = (
               (Source('entrypoints/http_server.py', 2384, 'logger.error(f"Initialization failed. warmup error: {last_traceback}")'),
                Source('entrypoints/http_server.py', 2533, 'logger.error(f"Initialization failed. warmup error: {last_traceback}")'))),
     Signature('port_in_use',
-              re.compile(r'Port is already in use|is not available in \d+ seconds'),
+              re.compile(r'Port is already in use|is not available in \d+ seconds|bootstrap_port \S+ is already in use\. |'
+                         r'Could not bind port \S+ on any configured address family|ZMQError: Address already in use|'
+                         r'EADDRINUSE'),
               'Another process holds a port in SGLang\'s range (internal ports are derived from --port): stop the other '
               'server or choose another --port.',
               False,
               (Source('server_args.py', 886, 'f"Port is already in use. {dist_init_port=} {port_base=} {detokenizer_port=} '
                       '{nccl_port=} {scheduler_input_port=}"'),
-               Source('utils/network.py', 103, 'f"{port_name} at {port} is not available in {timeout_s} seconds. {error_message}"'))),
+               Source('utils/network.py', 103, 'f"{port_name} at {port} is not available in {timeout_s} seconds. {error_message}"'),
+               Source('entrypoints/engine.py', 1196, 'f"engine_info_bootstrap_port {bootstrap_port} is already in use. "'),
+               Source('utils/network.py', 178, 'raise OSError(f"Could not bind port {port} on any configured address family")'),
+               Source('pyzmq (zmq.error.ZMQError, EADDRINUSE from libzmq bind)', None,
+                      "zmq.error.ZMQError: Address already in use (addr='tcp://10.0.0.1:30005')"),
+               Source('torch (c10d TCPStore, socket.cpp)', None,
+                      'The server socket has failed to listen on any local network address. port: %d, useIPv6: 0, code: '
+                      '-98, name: EADDRINUSE, message: address already in use'))),
     Signature('nccl',
               re.compile(r'NCCL WARN|NCCL error|ncclInternalError|ncclSystemError|ncclUnhandledCudaError|ncclRemoteError|'
-                         r'Watchdog caught collective operation timeout'),
+                         r'Watchdog caught collective operation timeout|Failed to load NCCL library from'),
               'NCCL failed: check the NCCL_* environment (on PCIe-only boxes NCCL_P2P_LEVEL / --enable-p2p-check / '
-              'NCCL_P2P_DISABLE=1), NCCL_SOCKET_IFNAME and NCCL_IB_DISABLE.',
+              'NCCL_P2P_DISABLE=1), NCCL_SOCKET_IFNAME and NCCL_IB_DISABLE; if its library failed to load, the '
+              'venv\'s nvidia-nccl package (or SGLANG_NCCL_SO_PATH).',
               False,
               (Source('distributed/device_communicators/pynccl_wrapper.py', 474, 'raise RuntimeError(f"NCCL error: {error_str}")'),
+               Source('distributed/device_communicators/pynccl_wrapper.py', 441, '"Failed to load NCCL library from %s . "'),
                Source('NCCL (debug.cc, NCCL_DEBUG=WARN)', None, '%s:%d:%d [%d] NCCL WARN %s'),
                Source('torch (ProcessGroupNCCL.cpp)', None,
                       '[Rank %d] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=%d, OpType=ALLREDUCE, ...)'),
@@ -271,6 +366,17 @@ FATAL_SIGNATURES = (
                       'torch.distributed.DistBackendError: NCCL error in: %s, unhandled system error (run with '
                       'NCCL_DEBUG=INFO for details), NCCL version %s\nncclSystemError: System call (e.g. socket, malloc) '
                       'or external library call failed or device error.'))),
+    # Every watchdog of 0.5.23 (one per manager: debug_name Scheduler, TokenizerManager, DetokenizerManager,
+    # DataParallelController) and the HTTP health check: a process stopped making progress.
+    Signature('watchdog_timeout',
+              re.compile(r'(?P<who>\w+) watchdog timeout \(|Health check failed\. Server couldn\'t get a response'),
+              'A SGLang process ({who}) stopped making progress for --watchdog-timeout seconds: a hung NCCL collective, '
+              'a stuck GPU kernel or a dead peer rank. The py-spy dump and debug info above show where; check the GPUs '
+              '(nvidia-smi, `dmesg | grep -i xid`) and NCCL; raise --watchdog-timeout only for steps known to be long.',
+              False,
+              (Source('utils/watchdog.py', 154, 'f"{self.debug_name} watchdog timeout "'),
+               Source('entrypoints/http_server.py', 793,
+                      'f"Health check failed. Server couldn\'t get a response from detokenizer for last "'))),
     # Generic markers: they say that something failed, the cause is elsewhere.
     Signature('scheduler_died',
               re.compile(r'scheduler died during initialization|scheduler is dead'),
@@ -279,16 +385,30 @@ FATAL_SIGNATURES = (
               (Source('entrypoints/engine.py', 2006, 'f"Rank {rank} scheduler died during initialization "'),)),
     # After the load, the watchdog notices a dead scheduler (no traceback when the kernel killed it).
     Signature('subprocess_crashed',
-              re.compile(r'Subprocess (?P<name>\S+) \(pid=\d+\) crashed with exit code (?P<code>-?\d+)'),
+              re.compile(r'(?P<name>(?<=Subprocess )\S+(?= \(pid=\d+\) crashed)|Scheduler or DataParallelController'
+                         r'(?= \d+ terminated))[^\n]*?(?:crashed with exit code|terminated with) (?P<code>-?\d+)'),
               'The server\'s {name} process died with exit code {code} after start-up (-9 is SIGKILL, usually the kernel '
               'OOM killer: check `journalctl -k | grep -i oom`); a traceback above it, if any, is the cause.',
               True,
-              (Source('utils/watchdog.py', 217, 'f"Subprocess {name} (pid={proc.pid}) crashed "'),)),
-    Signature('scheduler_exception',
-              re.compile(r'Scheduler hit an exception'),
-              'A scheduler (one TP rank) raised: the traceback that follows this line is the cause.',
+              (Source('utils/watchdog.py', 217, 'f"Subprocess {name} (pid={proc.pid}) crashed "'),
+               Source('entrypoints/engine.py', 1024, 'f"Scheduler or DataParallelController {proc.pid} "'),
+               Source('managers/data_parallel_controller.py', 1007,
+                      'f"Scheduler or DataParallelController {proc.pid} terminated with {proc.exitcode}"'))),
+    # Every subprocess manager's event loop logs it before SIGQUIT to the parent: one row for the family.
+    Signature('subprocess_exception',
+              re.compile(r'\b(?P<who>[A-Z]\w*) hit an exception'),
+              'A SGLang process ({who}; Scheduler is one TP rank) raised: the traceback that follows this line is the cause.',
               True,
-              (Source('managers/scheduler.py', 6372, 'logger.error(f"Scheduler hit an exception: {traceback}")'),)),
+              (Source('managers/scheduler.py', 6372, 'logger.error(f"Scheduler hit an exception: {traceback}")'),
+               Source('managers/tokenizer_manager.py', 4043, 'logger.error(f"TokenizerManager hit an exception: {traceback}")'),
+               Source('managers/detokenizer_manager.py', 566,
+                      'logger.error(f"DetokenizerManager hit an exception: {traceback}")'),
+               Source('managers/data_parallel_controller.py', 1011,
+                      'logger.error(f"DataParallelController hit an exception: {traceback}")'),
+               Source('managers/multi_tokenizer_mixin.py', 833,
+                      'logger.error(f"MultiDetokenizerRouter hit an exception: {traceback}")'),
+               Source('managers/multi_tokenizer_mixin.py', 945,
+                      'logger.error(f"MultiTokenizerRouter hit an exception: {traceback}")'))),
     # SIGQUIT: a child asks the main process to tear everything down (during the load: engine.py; after it: the
     # tokenizer manager's handler).
     Signature('child_failed',
@@ -299,6 +419,14 @@ FATAL_SIGNATURES = (
                       '"Received sigquit from a child process. It usually means the child failed."'),
                Source('managers/tokenizer_manager.py', 4074,
                       'f"SIGQUIT received. {signum=}, {frame=}. It usually means one child failed."'))),
+    # A rank that loaded waits for the others at a barrier and gives up: the failing rank's traceback is the cause.
+    Signature('other_rank_failed',
+              re.compile(r'could finish the model loading, but there are other ranks that didn\'t finish loading'),
+              'Another TP rank did not finish loading (often out of memory, a missing shard, or a slow node): its own '
+              'traceback above, or the other node\'s journal, names the cause.',
+              True,
+              (Source('model_executor/model_runner_components/load_model_utils.py', 394,
+                      'f"TP rank {tp_rank} could finish the model loading, but there are other ranks that didn\'t finish'),)),
     Signature('init_failed',
               re.compile(r'Initialization failed\. Please see the error messages above'),
               'Start-up failed: the error messages above this line name the cause.',

@@ -147,12 +147,16 @@ def test_the_cited_line_holds_the_text(release, kind, row, source):
 # Each variant is the journal lines of one record. Lines whose message is not the string at the cited line itself:
 # the access log line is uvicorn's format filled with the warmup's request (entrypoints/http_server.py:2374).
 def _rendered_variants(kind, row, source):
+    if source.origin == 'uvicorn==0.54.0:uvicorn/config.py' and source.text == 'logger.error(exc)':
+        return [[_uvicorn_prefix('ERROR') + _socket_bind_error()]]  # bind_socket: config.py:603 sock.bind
     if source.origin == 'uvicorn==0.54.0:uvicorn/config.py':
         return [['INFO:     127.0.0.1:53512 - "GET /model_info HTTP/1.1" 200 OK']]
     if source.origin == 'entrypoints/http_server.py' and 'model_info' in source.text:
         return [['[2026-05-30 14:40:04] INFO:     127.0.0.1:53512 - "GET /model_info HTTP/1.1" 200 OK']]
     if source.origin == 'uvicorn==0.54.0:uvicorn/server.py' and source.text == 'logger.error(exc)':
         return [[_uvicorn_prefix('ERROR') + _bind_error()]]
+    if source.origin == 'entrypoints/http_server.py' and source.text == 'logger.error(error)':
+        return prefixed(_socket_bind_error())  # _reserve_reuseport_socket: the OSError of probe.bind / sock.bind
     if source.origin == 'layers/quantization/compressed_tensors/utils.py':
         return [[line] for line in _compressed_tensors_too_old()]  # what this line raises with an old compressed-tensors
     message = render(source.origin, source.line, row.name)
@@ -200,6 +204,22 @@ def test_the_rendered_line_lands_on_its_row(release, kind, row, source):
 
 
 # ---- other programs' text, produced for real where it can run ----------------------------------------------------
+
+def _socket_bind_error():
+    """str() of the OSError a plain socket.bind gets on a port another socket holds, produced for real."""
+    holder = socket.socket()
+    holder.bind(('127.0.0.1', 0))
+    holder.listen(1)
+    other = socket.socket()
+    try:
+        other.bind(('127.0.0.1', holder.getsockname()[1]))
+    except OSError as exc:
+        return str(exc)
+    finally:
+        other.close()
+        holder.close()
+    raise AssertionError('binding a held port succeeded')
+
 
 def _argparse_error(argv):
     result = sglang_release.parse(argv)
@@ -273,6 +293,8 @@ def _produced(row, source):
         return _compressed_tensors_too_old()
     if source.origin.startswith('OSError'):
         return [_file_not_found()]
+    if source.origin.startswith('socket (CPython'):
+        return ['OSError: ' + _socket_bind_error()]
     if source.origin.startswith('asyncio'):
         return [_uvicorn_prefix('ERROR') + _bind_error()]
     if source.origin.startswith('gcc'):

@@ -167,7 +167,7 @@ FAULTS = ['crash@init:%s' % cause for cause in ('scheduler_exception', 'nccl', '
     ['crash@kv_cache:%s' % cause for cause in ('scheduler_exception', 'oom', 'oom_killer')] + \
     ['crash@cuda_graph:%s' % cause for cause in ('scheduler_exception', 'oom', 'nccl', 'oom_killer')] + \
     ['crash@warmup:warmup_error']
-CAUSE_OF = {'scheduler_exception': 'scheduler_exception', 'nccl': 'nccl', 'port_in_use': 'port_in_use',
+CAUSE_OF = {'scheduler_exception': 'subprocess_exception', 'nccl': 'nccl', 'port_in_use': 'port_in_use',
             'oom_killer': 'scheduler_oom_killed', 'warmup_error': 'warmup_failed'}
 OOM_OF = {'weights': 'cuda_oom', 'kv_cache': 'not_enough_memory', 'cuda_graph': 'cuda_oom'}
 HANG_UNTIL = {'init': r'Init parallel begin|Init torch distributed begin', 'weights': r'Load weight begin',
@@ -185,7 +185,7 @@ def _scenarios():
         out.append(('hang@' + phase, 'llama', (), 'hang@' + phase, until, _sigterm, False, ('phase', phase)))
     out += [
         ('exit_after_requests', 'llama', (), 'exit_after_requests=1', r'fired up and ready to roll',
-         _one_chat, False, ('cause', 'scheduler_exception')),
+         _one_chat, False, ('cause', 'subprocess_exception')),
         ('scheduler-killed-after-load', 'llama', (), None, r'fired up and ready to roll', _kill_a_scheduler,
          False, ('cause', 'subprocess_crashed')),
         ('http-port-busy', 'llama', (), None, None, None, True, ('cause', 'http_port_in_use')),

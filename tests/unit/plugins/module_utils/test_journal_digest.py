@@ -200,7 +200,7 @@ def test_traceback_without_known_signature_gives_its_exception_line():
     d = digest_of(lines)
     summary, hint, name = d.cause()
     assert summary == 'AssertionError: speculative_num_draft_tokens must be >= 2'
-    assert name == 'scheduler_exception' and 'traceback' in hint
+    assert name == 'subprocess_exception' and 'traceback' in hint
 
 
 def test_unrecognized_argument_exit():

@@ -24,7 +24,7 @@ FATAL_LINES = [
      'cuda_oom'),
     ('[2026-05-30 14:39:30] Rank 3 scheduler died during initialization (exit code: -9)', 'scheduler_oom_killed'),
     ('[2026-05-30 14:39:30] Rank 0 scheduler died during initialization (exit code: 1)', 'scheduler_died'),
-    ('[2026-05-30 14:39:28 TP1] Scheduler hit an exception: Traceback (most recent call last):', 'scheduler_exception'),
+    ('[2026-05-30 14:39:28 TP1] Scheduler hit an exception: Traceback (most recent call last):', 'subprocess_exception'),
     ('[2026-05-30 14:39:28] Received sigquit from a child process. It usually means the child failed.', 'child_failed'),
     ('RuntimeError: Initialization failed. Please see the error messages above.', 'init_failed'),
     ('RuntimeError: Initialization failed. warmup error: Traceback (most recent call last):', 'warmup_failed'),
