@@ -179,7 +179,7 @@ class _Visitor(ast.NodeVisitor):
                 if call is not None and call.args and (_is_logger(call.func) or _call_name(call) == 'print'):
                     text = template(call.args[0], self.names[-1])
                     what = 'print' if _call_name(call) == 'print' else 'logger.' + call.func.attr
-                    self.add(call.args[0], '%s before %s' % (what, name.split('.')[-1]), text)
+                    self.add(call.args[0], '%s before %s' % (what, name.rsplit('.', maxsplit=1)[-1]), text)
 
     def generic_visit(self, node):
         for field in ('body', 'orelse', 'finalbody', 'handlers'):
@@ -515,7 +515,7 @@ def counts_block(entries):
         COUNTS_BEGIN,
         '| release | harvested texts | matched | benign | waived |',
         '|---|---|---|---|---|',
-        '| %s | %d | %d | %d | %d |' % (
+        '| %s | %s | %s | %s | %s |' % (
             sglang_release.release(), numbers['harvested'], numbers['matched'], numbers['benign'], numbers['waived']),
         '',
         'Matched, by signature: ' + ', '.join('`%s` %d' % item for item in sorted(by_name.items())) + '.',

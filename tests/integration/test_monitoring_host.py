@@ -18,7 +18,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import hashlib
 import json
 import os
 import tempfile
@@ -182,8 +181,8 @@ def run_scenario(fleet, target, other, inventory_args):
     routers = json.loads(fleet.run(target, 'cat /etc/prometheus/file_sd/llmops-sglang-router.json', check=True).stdout)
     assert routers == [{'targets': ['127.0.0.1:29000'], 'labels': {'host': target.name, 'unit': 'sglang-router.service'}}]
     # node_exporter's ARGS file is still Debian's (dpkg's md5), the role's flags are in its drop-in and in force
-    dpkg_md5 = [line.split()[1] for line in fleet.run(target, "dpkg-query -W -f='${Conffiles}' prometheus-node-exporter",
-                                                         check=True).stdout.splitlines() if '/etc/default/' in line]
+    conffiles = fleet.run(target, "dpkg-query -W -f='${Conffiles}' prometheus-node-exporter", check=True).stdout
+    dpkg_md5 = [line.split()[1] for line in conffiles.splitlines() if '/etc/default/' in line]
     assert dpkg_md5 == [args_before], (dpkg_md5, args_before)
     assert fleet.run(target, 'md5sum /etc/default/prometheus-node-exporter', check=True).stdout.split()[0] == args_before
     argv = fleet.run(target, 'cat /proc/$(systemctl show -p MainPID --value prometheus-node-exporter)/cmdline', check=True).stdout
@@ -203,8 +202,8 @@ def run_scenario(fleet, target, other, inventory_args):
     assert api(target.address, '/api/v1/query', query='up{job="other"}')['result'][0]['value'][1] == '1'
     groups = [group['name'] for group in api(target.address, '/api/v1/rules')['groups']]
     assert 'llmops-sglang' in groups, groups
-    until('the router\'s smg_* metrics', lambda: api(target.address, '/api/v1/query',
-                                                      query='smg_http_requests_total{job="router", host="%s", path="/health"}' % target.name)['result'])
+    router_query = 'smg_http_requests_total{job="router", host="%s", path="/health"}' % target.name
+    until('the router\'s smg_* metrics', lambda: api(target.address, '/api/v1/query', query=router_query)['result'])
     restarts = until('node_exporter\'s restart counts of prometheus.service',
                      lambda: api(target.address, '/api/v1/query', query='node_systemd_service_restart_total{job="node", name="prometheus.service"}')['result'])
     assert restarts, restarts

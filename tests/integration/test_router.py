@@ -409,7 +409,7 @@ def test_router_host_rebooted_comes_back_with_its_workers(deployed):
         fleet, lambda: fleet.tool.checked('reboot', router.name), REBOOT_MAX_SECONDS, 'reboot')
     assert fleet.run(router, 'cat /proc/sys/kernel/random/boot_id', check=True).stdout.strip() != boot_id
     assert seconds <= REBOOT_MAX_SECONDS
-    assert len(failed) <= RESTART_CLIENTS * (seconds / RESTART_PAUSE + 2), (len(_failed), seconds)
+    assert len(failed) <= RESTART_CLIENTS * (seconds / RESTART_PAUSE + 2), (len(failed), seconds)
     assert_keyed_and_listed_with_their_model(fleet, began)
 
 
@@ -441,7 +441,8 @@ def test_router_restarted_mid_drain_does_not_readmit_the_drained_worker(deployed
     router, drained = fleet.hosts[3], fleet.hosts[0]
     url = 'http://%s:30001' % drained.address
     others = [u for u in worker_urls(fleet) if u != url]
-    path = tempfile.mktemp(prefix='router-drain-', suffix='.yml')
+    handle, path = tempfile.mkstemp(prefix='router-drain-', suffix='.yml')
+    os.close(handle)
 
     def run(tasks):
         with open(path, 'w') as handle:

@@ -43,7 +43,8 @@ scrape_configs:
 """
 
 
-def judge(data, packaged=DEBIAN_MD5, needs=NEEDS, exists=True):
+def judge(data, packaged=DEBIAN_MD5, needs=None, exists=True):
+    needs = NEEDS if needs is None else needs
     content = base64.b64encode(data).decode() if data is not None else None
     return pc.judge(content, exists, PATH, packaged, needs, yaml.safe_load)
 
