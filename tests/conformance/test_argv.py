@@ -117,10 +117,13 @@ def test_reserved_flags_cover_every_spelling_of_the_flags_the_role_sets(release)
 # ---- flags the docs and hints recommend --------------------------------------------------------------------------
 
 # Not SGLang's: journalctl's, pip's and ansible-playbook's options, node_exporter's --collector.*, nvidia-smi's,
-# huggingface-cli's --local-dir, rsync's --append; and `--tp`, the docs' example of an abbreviation the role refuses (it is not a flag).
+# huggingface-cli's --local-dir, rsync's --append; dpkg-query's --showformat, apt-get's --reinstall, dpkg's
+# --force-confmiss, node_exporter's --no-collector.* (and the docs' `--no-...`), sglang-router's --worker-urls (in
+# docs/benchmarks.md's router section); and `--tp`, the docs' example of an abbreviation the role refuses (it is not a flag).
 OTHER_TOOLS = {'--since', '--no-pager', '--show-cursor', '--no-deps', '--no-index', '--check', '--diff',
                '--find-links', '--trusted-host', '--index-url', '--tags', '--limit', '--extra-vars',
-               '--collector', '--query-gpu', '--version', '--local-dir', '--tp', '--append'}
+               '--collector', '--query-gpu', '--version', '--local-dir', '--tp', '--append',
+               '--showformat', '--reinstall', '--force-confmiss', '--no-collector', '--no', '--worker-urls'}
 
 
 def _bench_options():
