@@ -229,6 +229,25 @@ def render_marker(unit, now, seconds, previous='', reason='restart'):
     return '\n'.join(lines) + '\n'
 
 
+PHASE_METRIC = ('phase_started_timestamp_seconds',
+                'While sglang_wait_ready waits for the unit: the start-up phase it is in (phase label) and when that '
+                'phase began (Unix time). Gone once the wait has its verdict.')
+
+
+def render_phase(unit, phase, started):
+    """The waiter's file while it waits (phase_file_name): the phase the server is in and since when."""
+    if not phase or not re.match(r'^[a-z_]+$', phase):
+        raise ValueError('phase must be a phase name such as weights, got %r' % (phase,))
+    name, doc = PHASE_METRIC
+    return '\n'.join(['# HELP %s%s %s' % (PREFIX, name, doc), '# TYPE %s%s gauge' % (PREFIX, name),
+                      _line(name, [('unit', unit), ('phase', phase)], int(float(started)))]) + '\n'
+
+
+def phase_file_name(unit):
+    """``sglang-k26.service`` -> ``sglang-k26.phase.prom``: the waiter's own file beside the role's."""
+    return file_name(unit)[:-len('.prom')] + '.phase.prom'
+
+
 def file_name(unit):
     """``sglang-k26.service`` -> ``sglang-k26.prom`` (node_exporter reads ``*.prom``)."""
     base = unit[:-len('.service')] if unit.endswith('.service') else unit

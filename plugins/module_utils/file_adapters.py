@@ -11,6 +11,7 @@ links an entry between a check and a use therefore changes nothing root reads or
 - ``open_dir``: a descriptor of a directory reached that way.
 - ``read_saved``: a root-only saved copy (a file, or a flat directory of files) as bytes, or why it is refused.
 - ``write_file``: a file written whole (temporary name, fsync, rename) into a directory only root can change.
+- ``remove_file``: a file removed from a directory only root can change.
 - ``tree_records``: lstat records of every entry of a tree (the venv check).
 """
 
@@ -183,6 +184,21 @@ def write_file(directory, name, data, mode=0o644, dir_fd=None):
     finally:
         if dir_fd is None:
             os.close(fd)
+
+
+def remove_file(directory, name):
+    """Remove ``directory/name`` from a directory only root can change; True when it was there. Raises UnsafePath or
+    OSError (not ENOENT)."""
+    fd = root_only_dir(directory)
+    try:
+        os.unlink(name, dir_fd=fd)
+        return True
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return False
+        raise
+    finally:
+        os.close(fd)
 
 
 def tree_records(root):

@@ -19,6 +19,8 @@ import time
 import traceback
 from urllib.parse import urlparse
 
+from ansible_collections.llmops.sglang.plugins.module_utils.deploy_metrics import phase_file_name, render_phase
+from ansible_collections.llmops.sglang.plugins.module_utils.file_adapters import UnsafePath, remove_file, write_file
 from ansible_collections.llmops.sglang.plugins.module_utils.nvidia_smi import parse_query_gpu, query_cmd
 from ansible_collections.llmops.sglang.plugins.module_utils.probe import OK, Outcome, build_request, classify_error, classify_http
 from ansible_collections.llmops.sglang.plugins.module_utils.procfs import (
@@ -270,3 +272,28 @@ class ProgressFile(object):
             if os.path.exists(tmp):
                 os.unlink(tmp)
             raise
+
+
+class PhaseFile(object):
+    """metrics_dir on the managed node: ``<unit>.phase.prom`` for node_exporter's textfile collector, the start-up
+    phase the server is in while the wait lasts (deploy_metrics.render_phase), removed when the wait ends, so that
+    SGLangDeploySlow can name the phase. Written as root through file_adapters (no other user's link followed)."""
+
+    def __init__(self, directory, unit):
+        self.directory = directory
+        self.unit = unit
+        self.path = os.path.join(directory, phase_file_name(unit))
+
+    def show(self, phase, started):
+        if os.path.isdir(self.directory):  # no textfile directory: no node_exporter reads one here
+            self._do(write_file, render_phase(self.unit, phase, started).encode())
+
+    def clear(self):
+        if os.path.isdir(self.directory):
+            self._do(remove_file)
+
+    def _do(self, action, *args):
+        try:
+            action(self.directory, os.path.basename(self.path), *args)
+        except UnsafePath as exc:
+            raise OSError(str(exc))

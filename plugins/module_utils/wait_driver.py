@@ -11,7 +11,8 @@ and a fake clock. Every decision is the machine's: this file only moves observat
 Adapters: host (show() -> (UnitProps | None, error), first_journal(props, since, mono, wall), next_journal() ->
 [JournalEntry] | None, pid_alive(pid), port_owner(port, props) -> True | False | None, port_holder(), gpus(),
 nvidia_smi, systemctl, journal_warning); http (port, connect(timeout), request(step, model, timeout) -> Outcome,
-close()); progress (write(status)) or None; clock (monotonic(), time(), sleep(seconds)).
+close()); progress (write(status)) or None; phase_file (show(phase, started_unix_time), clear()) or None; clock
+(monotonic(), time(), sleep(seconds)).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -27,10 +28,39 @@ def _no_warning(msg):
     return None
 
 
-def watch(machine, host, http, clock, since='invocation', progress=None, secrets=(), warn=_no_warning):
+class PhaseShown(object):
+    """The phase file's writes: one at each new phase (wait_report.current_phase), none after a failed one."""
+
+    def __init__(self, phase_file, warn):
+        self.file = phase_file
+        self.warn = warn
+        self.shown = None
+
+    def _do(self, action, *args):
+        if self.file is None:
+            return
+        try:
+            getattr(self.file, action)(*args)
+        except (IOError, OSError) as exc:
+            self.warn('could not write the phase file %s: %s' % (self.file.path, exc))
+            self.file = None
+
+    def update(self, machine):
+        current = wait_report.current_phase(machine)
+        if current is not None and current != self.shown:
+            self.shown = current
+            self._do('show', *current)
+
+    def clear(self):
+        self._do('clear')
+
+
+def watch(machine, host, http, clock, since='invocation', progress=None, secrets=(), warn=_no_warning, phase_file=None):
     """Run the wait to its end; returns the machine's last Decision (action ready, fail or error) and the progress
     file still in use (None once a write failed: it is not tried again)."""
     pacer = wait_report.ProgressPacer()
+    phase = PhaseShown(phase_file, warn)
+    phase.clear()  # one a wait killed before its end left behind
     first_poll = True
     try:
         while True:
@@ -63,6 +93,7 @@ def watch(machine, host, http, clock, since='invocation', progress=None, secrets
             now = clock.monotonic()
             decision = machine.step(now, unit=props, unit_error=unit_error, journal=entries, pid_alive=pid_alive,
                                     probe=probe, port_holder=holder)
+            phase.update(machine)
             if progress is not None:
                 key = wait_report.progress_key(machine)
                 if pacer.due(now, key):
@@ -80,6 +111,7 @@ def watch(machine, host, http, clock, since='invocation', progress=None, secrets
         settle(machine, host, clock)
     finally:
         http.close()
+        phase.clear()
     return decision, progress
 
 
@@ -110,9 +142,10 @@ def finish(machine, host, clock, progress=None, secrets=(), warn=_no_warning):
     return wait_report.result(machine, secrets=secrets, gpus=gpus)
 
 
-def run(machine, host, http, clock, since='invocation', progress=None, secrets=(), warn=_no_warning):
+def run(machine, host, http, clock, since='invocation', progress=None, secrets=(), warn=_no_warning, phase_file=None):
     """watch() then finish(): what the module returns."""
-    dummy, progress = watch(machine, host, http, clock, since=since, progress=progress, secrets=secrets, warn=warn)
+    dummy, progress = watch(machine, host, http, clock, since=since, progress=progress, secrets=secrets, warn=warn,
+                            phase_file=phase_file)
     return finish(machine, host, clock, progress=progress, secrets=secrets, warn=warn)
 
 

@@ -37,6 +37,7 @@ ARGUMENT_SPEC = dict(
     poll_interval=dict(type='float', default=0.5),
     max_poll_interval=dict(type='float', default=10),
     progress_file=dict(type='path'),
+    metrics_dir=dict(type='path'),
 )
 
 
@@ -82,6 +83,10 @@ def validate(params):
     for key, value in (params['headers'] or {}).items():
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):
             errors.append('headers must map header names to strings (header %r has a %s)' % (key, type(value).__name__))
+    if params.get('metrics_dir') is not None and not unit:
+        errors.append('metrics_dir (the phase file is named after the unit) needs unit')
+    elif params.get('metrics_dir') is not None and not params['metrics_dir'].startswith('/'):
+        errors.append('metrics_dir must be an absolute path, e.g. /var/lib/prometheus/node-exporter (got %r)' % params['metrics_dir'])
     return errors
 
 

@@ -177,6 +177,14 @@ def phases(m):
     return marks
 
 
+def current_phase(m):
+    """(phase name, Unix time it began) of the last start-up phase seen, None before the first."""
+    marks = phases(m)
+    if not marks:
+        return None
+    return marks[-1]['name'], round(m.wall_start + marks[-1]['at'], 1)
+
+
 def probe_summary(m):
     o = m.ready_outcome or m.last_outcome
     status = None

@@ -167,6 +167,17 @@ options:
         reads it every few seconds over the task's connection and prints a progress line per host on the
         controller, without C(-v). Set the variable C(sglang_wait_progress=false) to turn that display off.
     type: path
+  metrics_dir:
+    description:
+      - When set (with O(unit)), node_exporter's textfile collector directory, where the wait keeps
+        C(UNIT.phase.prom) while it lasts, with C(sglang_deploy_phase_started_timestamp_seconds{unit, phase}), the
+        start-up phase the server is in and since when, so that an alert on a slow load can name the phase
+        (C(llmops.sglang.monitoring)'s SGLangDeploySlow). Rewritten at each new phase, removed when the wait ends (and
+        at its start, if an earlier wait was killed before its end).
+      - Written as root, whole, into a directory only root can change, without following a link another user placed
+        on the way (as M(llmops.sglang.sglang_textfile)). A failure to write is a warning, not a failed wait; nothing
+        is written when the directory does not exist.
+    type: path
 notes:
   - Run it on the GPU host (the endpoint is often only reachable there), with C(become) so that the whole journal
     is readable. Use C(delegate_to) to probe an endpoint from another host (without O(unit)).
@@ -362,7 +373,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.llmops.sglang.plugins.module_utils import wait_driver, wait_options
 from ansible_collections.llmops.sglang.plugins.module_utils.wait_adapters import (
-    HAS_REQUESTS, REQUESTS_IMP_ERR, Host, Http, ProgressFile, SystemClock,
+    HAS_REQUESTS, REQUESTS_IMP_ERR, Host, Http, PhaseFile, ProgressFile, SystemClock,
 )
 from ansible_collections.llmops.sglang.plugins.module_utils.wait_machine import WaitMachine
 
@@ -403,8 +414,9 @@ def main():
         module.exit_json(changed=False, **wait_driver.check(machine, host, params['since'], params['url']))
 
     progress = ProgressFile(params['progress_file']) if params['progress_file'] else None
+    phase_file = PhaseFile(params['metrics_dir'], params['unit']) if params['metrics_dir'] else None
     result = wait_driver.run(machine, host, Http(params, expect_fn), clock, since=params['since'], progress=progress,
-                             secrets=wait_options.secrets(params), warn=module.warn)
+                             secrets=wait_options.secrets(params), warn=module.warn, phase_file=phase_file)
     if result['ready']:
         module.exit_json(changed=False, **result)
     module.fail_json(**result)

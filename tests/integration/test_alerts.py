@@ -5,7 +5,8 @@ scrape the stand-in and the server role's deployment textfile, evaluating the ro
 waits (monitoring_alert_for 3s, monitoring_expected_load 8s):
 
 - a planned restart (the role, a slow load) fires no SGLangServerNotReady while Prometheus saw the server down and
-  the deploying marker, and SGLangDeploySlow warns during it (so the rules were evaluated during the load);
+  the deploying marker, and SGLangDeploySlow warns during it (so the rules were evaluated during the load), naming the
+  start-up phase the waiter's phase file shows; the phase file is gone after the verdict;
 - `systemctl kill` outside a deploy fires SGLangServerNotReady;
 - a crash loop while loading (the server never answers /metrics) fires SGLangCrashLoop, from systemd's own count.
 
@@ -16,6 +17,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+import threading
 import time
 
 import pytest
@@ -92,8 +95,18 @@ def test_planned_restart_is_quiet_a_kill_and_a_crash_loop_while_loading_page(fle
     prom.until('no SGLangRestartCountMissing', lambda: not prom.alerts('SGLangRestartCountMissing'))
 
     # 1. A planned restart with a slow load (pace 0.01 -> 0.05: a changed environment, so the role restarts it)
+    # The playbook runs beside a reader of Prometheus's alerts: SGLangDeploySlow's description, rendered by Prometheus
+    # while it fires, names the phase the waiter's file shows.
     t0 = time.time()
-    planned = deploy(fleet, target, '0.05')
+    outcome = {}
+    runner = threading.Thread(target=lambda: outcome.update(result=deploy(fleet, target, '0.05')))
+    runner.start()
+    descriptions = set()
+    while runner.is_alive():
+        descriptions.update(a['annotations']['description'] for a in firing(prom, 'SGLangDeploySlow'))
+        time.sleep(1)
+    runner.join()
+    planned = outcome['result']
     t1 = time.time()
     assert planned.rc == 0, planned
     time.sleep(2)  # the last scrape and evaluation of the range
@@ -105,14 +118,24 @@ def test_planned_restart_is_quiet_a_kill_and_a_crash_loop_while_loading_page(fle
     # the rules were evaluated during the load: the slow-load warning fired, naming the step
     slow = series(prom, 'ALERTS{alertname="SGLangDeploySlow", alertstate="firing", unit="%s"}' % SERVICE, *window)
     assert slow and slow[0][0]['reason'] == 'restart' and slow[0][0]['severity'] == 'warning', slow
+    # ... and the phase: the waiter's phase file was scraped during the load, and the warning named its phases
+    phases = series(prom, 'sglang_deploy_phase_started_timestamp_seconds{unit="%s"}' % SERVICE, *window)
+    seen = set(labels['phase'] for labels, _values in phases)
+    assert 'weights' in seen and len(seen) >= 2, seen
+    named = set(re.findall(r'In start-up phase (\w+) for ', ' '.join(descriptions)))
+    assert named and named <= seen, (named, seen, descriptions)
     # and no critical alert, not even pending
     assert series(prom, 'ALERTS{alertname="SGLangServerNotReady"}', *window) == []
     assert series(prom, 'ALERTS{severity="critical"}', *window) == []
     # the verdict cleared the marker
     prom.until('the marker gone', lambda: not prom.query('sglang_deploy_in_progress{unit="%s"}' % SERVICE))
     prom.until_value('sglang_deploy_ready{unit="%s"}' % SERVICE, 1)
-    print('planned restart: playbook %.0f s, server down %d s seen by Prometheus, marker %d s, SGLangDeploySlow %d s, '
-          'no critical alert' % (t1 - t0, len(down[0][1]), len(marker[0][1]), len(slow[0][1])))
+    prom.until('the phase file gone', lambda: not prom.query('sglang_deploy_phase_started_timestamp_seconds{unit="%s"}' % SERVICE))
+    assert fleet.run(target, 'test -e /var/lib/prometheus/node-exporter/%s.prom && '
+                             '! test -e /var/lib/prometheus/node-exporter/%s.phase.prom' % (UNIT, UNIT)).returncode == 0
+    print('planned restart: playbook %.0f s, server down %d s seen by Prometheus, marker %d s, SGLangDeploySlow %d s '
+          '(phases named: %s; scraped: %s), no critical alert'
+          % (t1 - t0, len(down[0][1]), len(marker[0][1]), len(slow[0][1]), sorted(named), sorted(seen)))
 
     # 2. Down outside a deploy: systemctl kill (SIGTERM to its processes; systemd may start it again, and it loads)
     killed = time.time()

@@ -8,6 +8,7 @@ __metaclass__ = type
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from ansible_collections.llmops.sglang.plugins.module_utils import deploy_metrics as dm
 from ansible_collections.llmops.sglang.plugins.module_utils.deploy_metrics import (
     file_name, marker_deadline_seconds, phase_durations, render, render_marker)
 
@@ -167,3 +168,17 @@ def test_marker_refuses_what_it_cannot_write():
         render_marker(UNIT, 100, 0)
     with pytest.raises(ValueError):
         render_marker(UNIT, 100, 60, reason='maintenance')
+
+
+def test_the_phase_file_names_the_phase_and_when_it_began():
+    assert dm.phase_file_name('sglang-k26.service') == 'sglang-k26.phase.prom'
+    text = dm.render_phase('sglang-k26.service', 'cuda_graph', 1764720000.7)
+    assert text.splitlines() == [
+        '# HELP sglang_deploy_phase_started_timestamp_seconds ' + dm.PHASE_METRIC[1],
+        '# TYPE sglang_deploy_phase_started_timestamp_seconds gauge',
+        'sglang_deploy_phase_started_timestamp_seconds{unit="sglang-k26.service",phase="cuda_graph"} 1764720000']
+    family, = text_string_to_metric_families(text)  # Prometheus's own parser reads it
+    assert family.samples[0].labels == {'unit': 'sglang-k26.service', 'phase': 'cuda_graph'}
+    for bad in ('', None, 'Weights', 'a"b'):
+        with pytest.raises(ValueError):
+            dm.render_phase('sglang-k26.service', bad, 1.0)

@@ -11,8 +11,9 @@ import os
 import pytest
 
 from ansible_collections.llmops.sglang.plugins.module_utils.file_adapters import (
-    UnsafePath, open_dir, read_saved, write_file,
+    UnsafePath, open_dir, read_saved, remove_file, write_file,
 )
+from ansible_collections.llmops.sglang.plugins.module_utils.wait_adapters import PhaseFile
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason='judges ownership: needs root to chown')
 USER = 4321  # any uid that is not root
@@ -90,3 +91,30 @@ def test_write_file_is_whole_idempotent_and_refuses_a_directory_others_may_chang
     os.chmod(str(tree), 0o777)
     with pytest.raises(UnsafePath, match='writable by every user'):
         write_file(str(tree), 'b.prom', b'')
+
+
+def test_remove_file_is_idempotent_and_refuses_a_directory_others_may_change(tree):
+    write_file(str(tree), 'a.prom', b'x 1\n')
+    assert remove_file(str(tree), 'a.prom') is True
+    assert remove_file(str(tree), 'a.prom') is False
+    write_file(str(tree), 'a.prom', b'x 1\n')
+    os.chmod(str(tree), 0o777)
+    with pytest.raises(UnsafePath, match='writable by every user'):
+        remove_file(str(tree), 'a.prom')
+    assert (tree / 'a.prom').exists()
+
+
+def test_the_waiters_phase_file_is_written_cleared_and_refused_where_others_may_write(tree):
+    phase_file = PhaseFile(str(tree), 'sglang-k26.service')
+    assert phase_file.path == str(tree / 'sglang-k26.phase.prom')
+    phase_file.clear()  # nothing there yet
+    phase_file.show('weights', 1764720000.4)
+    assert 'sglang_deploy_phase_started_timestamp_seconds{unit="sglang-k26.service",phase="weights"} 1764720000' in (
+        tree / 'sglang-k26.phase.prom').read_text()
+    phase_file.clear()
+    assert os.listdir(str(tree)) == []
+    PhaseFile(str(tree / 'absent'), 'sglang-k26.service').show('weights', 1.0)  # no textfile directory: nothing
+    os.chmod(str(tree), 0o777)
+    with pytest.raises(OSError, match='writable by every user'):
+        phase_file.show('weights', 1.0)
+    assert os.listdir(str(tree)) == []

@@ -190,9 +190,10 @@ class Sim(object):
                 current = p
         return current
 
-    def run(self):
+    def run(self, phase_file=None, warn=None):
         m = self.machine = WaitMachine(self.cfg, self.clock.now, WALL0, rng=random.Random(self.seed))
-        d, dummy = wait_driver.watch(m, self.host, self.http, self.clock)
+        d, dummy = wait_driver.watch(m, self.host, self.http, self.clock, phase_file=phase_file,
+                                     warn=warn or wait_driver._no_warning)
         assert self.http.closed
         return d, m, m.ended_at - MONO0
 
@@ -540,6 +541,57 @@ def test_jitter_keeps_a_fleet_out_of_lockstep():
         delays.append(m.step(MONO0, probe=('connect', REFUSED)).delay)
     assert len(set(delays)) == 5
     assert all(0.5 * (1 - JITTER) <= x <= 0.5 * (1 + JITTER) for x in delays)
+
+
+class FakePhaseFile(object):
+    """The phase file's calls, with the fake clock's time of each; fails from the ``fail_at``-th call on."""
+
+    path = '/var/lib/prometheus/node-exporter/sglang-k26.phase.prom'
+
+    def __init__(self, sim, fail_at=None):
+        self.sim = sim
+        self.calls = []
+        self.fail_at = fail_at
+
+    def _call(self, *call):
+        self.calls.append((round(self.sim.t(), 1),) + call)
+        if self.fail_at is not None and len(self.calls) >= self.fail_at:
+            raise OSError('read-only file system')
+
+    def show(self, phase, started):
+        self._call('show', phase, started)
+
+    def clear(self):
+        self._call('clear')
+
+
+def test_the_phase_file_shows_each_phase_once_from_when_it_began_and_is_cleared_at_both_ends():
+    sim = Sim(cfg(), unit=[(0, props())], journal=loading_journal(), probe=server_probe())
+    phase_file = FakePhaseFile(sim)
+    d, m, t = sim.run(phase_file=phase_file)
+    assert d.action == 'ready'
+    calls = phase_file.calls
+    assert calls[0] == (0.0, 'clear') and calls[-1][1] == 'clear' and calls[-1][0] == round(t, 1)
+    shown = [call[2:] for call in calls if call[1] == 'show']
+    # the phase at each poll, once: phases that began between two polls are not shown (kv_cache 5 s before
+    # cuda_graph); each with the wall time it began (its journal line, or the probe's answer): WALL0 + its offset
+    phases = [(p['name'], round(WALL0 + p['at'], 1)) for p in R.result(m)['phases']]
+    assert len(set(shown)) == len(shown) and [p for p in phases if p in shown] == shown[:-1]
+    assert shown[-1][0] == phases[-1][0] == 'ready' and abs(shown[-1][1] - phases[-1][1]) <= 1.0
+    assert shown[:2] == [('init', WALL0 + 2.0), ('weights', WALL0 + 6.0)] and shown[-1][0] == 'ready' and len(shown) >= 4
+    # written when the phase was seen, not long after: within a poll of its journal line
+    weights_written = [call[0] for call in calls if call[1:3] == ('show', 'weights')][0]
+    assert 6.0 <= weights_written <= 6.0 + 10.0
+
+
+def test_a_phase_file_that_cannot_be_written_is_a_warning_once_and_the_wait_goes_on():
+    sim = Sim(cfg(), unit=[(0, props())], journal=loading_journal(), probe=server_probe())
+    warnings = []
+    phase_file = FakePhaseFile(sim, fail_at=2)
+    d, m, t = sim.run(phase_file=phase_file, warn=warnings.append)
+    assert d.action == 'ready'
+    assert [call[1] for call in phase_file.calls] == ['clear', 'show']  # nothing tried after the failure
+    assert warnings == ['could not write the phase file %s: read-only file system' % FakePhaseFile.path]
 
 
 def test_progress_snapshot():

@@ -71,3 +71,17 @@ def test_secret_headers_are_masked_with_the_api_key():
     line = redact('sent k-5678 and session=abcd and sk-key-1234 with trace-0001', values)
     assert line == 'sent %s and %s and %s with trace-0001' % (REDACTED, REDACTED, REDACTED)
     assert wait_options.secrets({'api_key': None, 'headers': {'Authorization': 'Bearer t-9999'}}) == [None, 'Bearer t-9999']
+
+
+def spec_defaults(**changes):
+    params = dict((name, spec.get('default')) for name, spec in wait_options.ARGUMENT_SPEC.items())
+    params.update(changes)
+    return params
+
+
+def test_metrics_dir_needs_the_unit_and_an_absolute_path():
+    assert wait_options.validate(spec_defaults(unit='sglang-k26.service', metrics_dir='/var/lib/prometheus/node-exporter')) == []
+    assert wait_options.validate(spec_defaults(metrics_dir='/var/lib/prometheus/node-exporter')) == [
+        'metrics_dir (the phase file is named after the unit) needs unit']
+    assert wait_options.validate(spec_defaults(unit='sglang-k26.service', metrics_dir='node-exporter')) == [
+        "metrics_dir must be an absolute path, e.g. /var/lib/prometheus/node-exporter (got 'node-exporter')"]
