@@ -149,5 +149,3 @@ def test_expect_jmespath(server):
     # a runtime type error inside JMESPath is "not as expected", never a crash
     broken = jmespath.compile('abs(choices)').search
     assert send('chat', server.url, expect=broken, expect_text='abs(choices)').kind == P.BAD
-
-

@@ -34,7 +34,6 @@ def run_module(args, capsys, check_mode=False):
     return fakes.run_module(mod, args, capsys, check_mode)
 
 
-
 # ------------------------------------------------------------------ check mode
 def test_check_mode_reports_what_it_would_watch(server, capsys):
     res = run_module({'url': server.url, 'unit': 'sglang-k26.service', 'timeout': 1800, 'api_key': SECRET}, capsys, check_mode=True)

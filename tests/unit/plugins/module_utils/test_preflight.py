@@ -143,8 +143,8 @@ def test_the_cgroup_walk_takes_the_first_hierarchy_that_has_the_unit():
                              '/sys/fs/cgroup/systemd/system.slice/a.service': ['99\n']})
     assert preflight_driver.unit_pids(host, 'a.service') == {41, 42, 43}
     # cgroup v2 looked at first, the hybrid's unified hierarchy answered, name=systemd never read
-    assert [c[1] for c in host.calls if c[0] == 'cgroup'] == ['/sys/fs/cgroup/system.slice/a.service',
-                                                             '/sys/fs/cgroup/unified/system.slice/a.service']
+    looked = [c[1] for c in host.calls if c[0] == 'cgroup']
+    assert looked == ['/sys/fs/cgroup/system.slice/a.service', '/sys/fs/cgroup/unified/system.slice/a.service']
 
 
 @pytest.mark.parametrize('props, expected', [

@@ -78,5 +78,3 @@ def test_check_mode_does_not_write_the_cache(capsys, model):
 def test_missing_state_dir_is_never_created(capsys, model, tmp_path):
     result = run_module(gate(model, cache_path=str(tmp_path / 'nope' / '.preflight' / 'c.json')), capsys)['checkpoint']
     assert result['cache'].startswith('not written: ') and not os.path.exists(str(tmp_path / 'nope'))
-
-
