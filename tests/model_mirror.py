@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """A model mirror for tests: an HTTP directory with Range support that records every byte it sends and can cut a
 transfer short (once per file), as a mirror whose connection drops would. Used by tests/integration/test_sync.py
-(bound to the fleet hosts' outer addresses) and tests/unit/plugins/modules/test_sglang_model_sync.py (loopback)."""
+(bound to the fleet hosts' outer addresses) and tests/local/plugins/modules/test_sglang_model_sync_mirror.py (loopback)."""
 
 from __future__ import absolute_import, division, print_function
 

@@ -3,9 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The checkpoint integrity gate's decisions: download in progress, safetensors framing, manifest. No I/O.
 
-The module (plugins/modules/sglang_preflight.py) lists, stats, reads headers and hashes; these functions judge. They
-take a directory's facts, not the directory, so whatever verifies a checkpoint (the preflight today, a model sync
-into a staging directory later) asks the same questions the same way.
+The adapters (checkpoint_adapters) list, stat, read headers and hash; these functions judge. They take a directory's
+facts, not the directory, so whatever verifies a checkpoint (the preflight's gate, the model sync's staging
+directory) asks the same questions the same way.
 """
 
 from __future__ import absolute_import, division, print_function

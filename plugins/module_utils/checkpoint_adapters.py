@@ -12,6 +12,8 @@ __metaclass__ = type
 import hashlib
 import os
 import stat
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.llmops.sglang.plugins.module_utils import checkpoint
 
@@ -56,3 +58,73 @@ def write_cache(path, files):
         handle.write(checkpoint.render_cache(files))
     os.rename(tmp, path)
     return 'written'
+
+
+class Clock(object):
+    """Wall time and sleeping, for the preflight's two looks and the model sync's waits and timings."""
+
+    @staticmethod
+    def time():
+        return time.time()
+
+    @staticmethod
+    def sleep(seconds):
+        time.sleep(seconds)
+
+
+class CheckpointFiles(object):
+    """A checkpoint directory as the checkpoint gate reads it (preflight_driver.checkpoint_gate)."""
+
+    isdir = staticmethod(os.path.isdir)
+    exists = staticmethod(os.path.exists)
+    realpath = staticmethod(os.path.realpath)
+    shard_problem = staticmethod(shard_problem)
+    write_cache = staticmethod(write_cache)
+
+    @staticmethod
+    def snapshot(path):
+        """{relative path: (size, mtime_ns)} of every regular file (or symlink to one) under path, hidden ones too."""
+        files = {}
+        for root, _dirs, names in os.walk(path):
+            for name in names:
+                full = os.path.join(root, name)
+                try:
+                    st = os.lstat(full)
+                except OSError:
+                    continue
+                if stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
+                    try:
+                        st = os.stat(full)
+                    except OSError:
+                        continue
+                    files[os.path.relpath(full, path)] = (st.st_size, st.st_mtime_ns)
+        return files
+
+    @staticmethod
+    def read_bytes(path):
+        """The file's bytes, None when it is absent or cannot be read."""
+        try:
+            with open(path, 'rb') as handle:
+                return handle.read()
+        except (IOError, OSError):
+            return None
+
+    @classmethod
+    def read_text(cls, path):
+        data = cls.read_bytes(path)
+        return None if data is None else data.decode('utf-8', 'replace')
+
+    @staticmethod
+    def lstat(path):
+        """(uid, mode) of path itself (a symlink is not followed), None when absent."""
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return None
+        return st.st_uid, st.st_mode
+
+    @staticmethod
+    def sha256_many(paths, workers):
+        """sha256 of each file, in order, `workers` files at once."""
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(sha256_file, paths))

@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The GPU health gate's decisions: which GPUs an instance claims, and what is wrong with them. No I/O.
 
-The module (plugins/modules/sglang_preflight.py) runs nvidia-smi and reads files; these functions judge what it
-found. Each finding names the check (the name an operator waives it by), the GPU, and what to do.
+The preflight's adapters (preflight_adapters) run nvidia-smi and read files, preflight_driver hands what they found
+to these functions, which judge it. Each finding names the check (the name an operator waives it by), the GPU, and what to do.
 """
 
 from __future__ import absolute_import, division, print_function

@@ -3,8 +3,10 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The model sync's decisions: which files to fetch from which offset, from which source, in which wave. No I/O.
 
-The module (plugins/modules/sglang_model_sync.py) lists, transfers, hashes and renames; these functions decide.
-Verification is the checkpoint gate's (module_utils/checkpoint.py), never a copy of it here.
+The module (plugins/modules/sglang_model_sync.py) wires model_sync_driver, which lists, transfers, hashes and renames
+through the adapters (model_sync_adapters); these functions decide: the options, the paths that must be safe, the
+plan, the peer wait and its fallback to the mirror, what verification removes. Verification is the checkpoint gate's
+(module_utils/checkpoint.py), never a copy of it here.
 
 Fan-out. A fleet must not pull a 595 GB checkpoint from one mirror N times: a host that has the verified version
 serves the next ones. Hosts sync in waves: in a wave every host that already has the version serves one host that
@@ -21,6 +23,7 @@ __metaclass__ = type
 
 import hashlib
 import json
+import os
 
 from ansible_collections.llmops.sglang.plugins.module_utils.checkpoint import parse_manifest
 from ansible_collections.llmops.sglang.plugins.module_utils import model_sync_access
@@ -31,6 +34,31 @@ MARKER = model_sync_access.MARKER_NAME
 FAILED = model_sync_access.FAILED_NAME
 STAGING_PREFIX = model_sync_access.STAGING_PREFIX
 MIRROR = None  # the source of a host that pulls from the mirror
+
+ARGUMENT_SPEC = dict(
+    dest=dict(type='path', required=True),
+    version=dict(type='str', required=True),
+    manifest=dict(type='dict', required=True),
+    mirror=dict(type='str', default=''),
+    host=dict(type='str', default=''),
+    peers=dict(type='list', elements='dict', default=[]),
+    ssh_key=dict(type='path', default='/var/lib/llmops-sglang/model-sync/id_ed25519'),
+    ssh_user=dict(type='str', default='sglang-sync'),
+    known_hosts=dict(type='path', default='/var/lib/llmops-sglang/model-sync/known_hosts'),
+    ssh_options=dict(type='list', elements='str', default=[]),
+    peer_wait=dict(type='int', default=3600),
+    poll_interval=dict(type='float', default=2.0),
+    timeout=dict(type='int', default=60),
+    progress_file=dict(type='path'),
+    cache_path=dict(type='path'),
+)
+
+# What verification finds wrong with a file's bytes: such a file is removed, so the next run fetches it again.
+REMOVED_CHECKS = ('shard_invalid', 'manifest_size', 'manifest_hash')
+
+
+class TransferError(Exception):
+    """A transfer that did not bring the whole file (the adapters raise it, the driver reports it)."""
 
 
 def manifest_digest(manifest):
@@ -211,3 +239,143 @@ def final_line(host, result):
     return '%s  model sync  %s: %s from %s in %.1fs%s, verified in %.1fs' % (
         host, 'would fetch' if result.get('state') == 'would sync' else 'done', human_bytes(moved),
         result.get('source'), seconds, rate, result.get('verify_seconds') or 0.0)
+
+
+# ---- the module's decisions around the transfer (model_sync_driver asks them in order) ----------------------
+
+def check_inputs(params):
+    """The checked manifest (check_manifest); ValueError with the module's message for the first bad option."""
+    manifest = check_manifest(params['manifest'])
+    for peer in params['peers']:
+        if not isinstance(peer.get('name'), str) or not peer['name']:
+            raise ValueError('peers: every entry needs a name, got %r' % (peer,))
+    if params['ssh_user'] == 'root':
+        raise ValueError('ssh_user: peer transfers never log in as root; give the sync account (default sglang-sync)')
+    problem = model_sync_access.ssh_options_problem(params['ssh_options'])
+    if problem:
+        raise ValueError('ssh_options: ' + problem)
+    return manifest
+
+
+def staging_dir(dest):
+    return os.path.join(os.path.dirname(dest), STAGING_PREFIX + os.path.basename(dest))
+
+
+def guarded_paths(dest, progress_file):
+    """[(path, what)]: what root writes through; nobody but root (or us) may own or write any part of them."""
+    return [(os.path.dirname(dest), 'the versions directory'), (staging_dir(dest), 'the staging directory'),
+            (dest, 'the version directory'), (os.path.dirname(progress_file or '/'), 'progress_file\'s directory')]
+
+
+def never_links(dest):
+    """The directories that are never symlinks: the sync writes only into directories it made."""
+    return (staging_dir(dest), dest)
+
+
+def not_this_version(dest, version):
+    return ('%s exists but is not a verified copy of version %s with this manifest (no matching %s): '
+            'name a new sglang_model_source.version, or remove the directory.' % (dest, version, MARKER))
+
+
+def source_problem(row, dest, manifest, mirror, version):
+    """Why this host's sync cannot start (a peer source whose paths the forced command would refuse; no source at
+    all), or None."""
+    if row['source'] is not None:
+        try:
+            model_sync_access.check_state_request(dest)
+            for name in manifest:
+                model_sync_access.check_read_request(os.path.join(dest, name), os.path.dirname(dest))
+        except model_sync_access.Refused as exc:
+            return ('No peer could serve this version (%s): a version that peers sync needs plain directory and file '
+                    'names' % exc)
+    if (row['source'] or 'mirror') == 'mirror' and not mirror:
+        return ('No host of the play has version %s yet and sglang_model_source.mirror is not set: give a mirror, or '
+                'sync one host first.' % version)
+    return None
+
+
+def diff(dest, plan, manifest):
+    return {'before': {'version_dir': dest, 'present': False,
+                       'partial': dict((i['file'], i['offset']) for i in plan if i['offset'])},
+            'after': {'version_dir': dest, 'present': True, 'files': len(manifest),
+                      'bytes': sum(i['size'] for i in plan)}}
+
+
+def staging_subdirs(plan):
+    """The directories inside the staging directory the plan's files need ('' for the staging directory itself)."""
+    return sorted(set(os.path.dirname(i['file']) for i in plan))
+
+
+def ssh_argv(params, address, command):
+    """ssh with host key checking fixed: ssh takes the first value it is given for an option, so these come first,
+    and ssh_options may not name them anyway (model_sync_access.ssh_options_problem)."""
+    return (['ssh', '-i', params['ssh_key'], '-o', 'IdentitiesOnly=yes', '-o', 'BatchMode=yes',
+             '-o', 'StrictHostKeyChecking=yes', '-o', 'UserKnownHostsFile=%s' % params['known_hosts'],
+             '-o', 'GlobalKnownHostsFile=/dev/null', '-o', 'UpdateHostKeys=no', '-o', 'CheckHostIP=no',
+             '-o', 'ConnectTimeout=%d' % min(30, params['timeout']), '-o', 'ServerAliveInterval=%d' % max(1, params['timeout'] // 3)]
+            + params['ssh_options'] + ['-l', params['ssh_user'], '--', address, command])
+
+
+def host_key_problem(known_hosts, text, read_error, address, ssh_options):
+    """Why this peer must not be connected to at all (known_hosts unreadable, or its host key not in it), or None.
+    text: known_hosts' content; read_error: why it could not be read (then text is None)."""
+    if read_error is not None:
+        return 'known_hosts %s cannot be read (%s): nothing is read from a peer whose host key is not known' % (
+            known_hosts, read_error)
+    if not model_sync_access.known_keys(text, address, model_sync_access.ssh_port(ssh_options)):
+        return ('its host key is not in %s (give it in sglang_model_source.known_hosts, or let the role read it over '
+                'the Ansible connection): not connected to, nothing read from it' % known_hosts)
+    return None
+
+
+def peer_answer(rc, out, err):
+    """The peer's state from its `state` request: 'ready', 'failed', 'pending' (its answer), or 'refused: ...' (a
+    host key that does not match) or 'unreachable: ...' when ssh failed."""
+    if rc != 0:
+        why = model_sync_access.ssh_failure(rc, err or out)
+        return ('refused: ' if 'host key' in why else 'unreachable: ') + why
+    return out.strip()
+
+
+def peer_wait(state, now, deadline, waited_for):
+    """One look at the assigned peer while waiting for it: ('ready', None), ('wait', None) to look again after the
+    poll interval, or ('fallback', why) to take the mirror instead (its own sync failed, it cannot be reached or
+    was refused, or the wait of waited_for seconds ran out at deadline)."""
+    if state == 'ready':
+        return 'ready', None
+    if state == 'failed' or state.startswith(('unreachable', 'refused')) or now >= deadline:
+        why = {'failed': 'its own sync failed'}.get(state, state.split(': ', 1)[-1] if state != 'pending' else
+                                                    'not ready after %ds' % waited_for)
+        return 'fallback', why
+    return 'wait', None
+
+
+def no_fallback(peer, version, why):
+    return ('The peer %s that was to serve version %s was not used: %s; and sglang_model_source.mirror is not set.'
+            % (peer, version, why))
+
+
+def short_transfer(got, size, count):
+    """A connection closed early ends the body without an error (http.client's read(amt), ssh's pipe): the file's
+    size after the transfer tells. The error's text, or None when the file is whole."""
+    return None if got == size else 'the connection ended after %d bytes' % count
+
+
+def interrupted(item, source, got, exc, staging):
+    return ('Transfer of %s from %s interrupted at %d of %d bytes: %s. The staging directory %s keeps it; run again '
+            'to resume from there.' % (item['file'], source, got, item['size'], exc, staging))
+
+
+def framed(stats):
+    """The files whose safetensors framing verification checks, of those present ({file: size})."""
+    return [name for name in sorted(stats) if name.endswith('.safetensors')]
+
+
+def to_remove(findings):
+    """The files verification found damaged: removed, so the next run fetches them again."""
+    return [f['file'] for f in findings if f['check'] in REMOVED_CHECKS]
+
+
+def verify_failed(version, source, findings):
+    return ('Version %s from %s failed verification (those files were removed; run again to fetch them): %s'
+            % (version, source, ' '.join(f['message'] for f in findings)))

@@ -151,3 +151,82 @@ def test_the_spawn_check_sees_what_the_local_tests_do():
     # The check above can fail: the tests that moved to tests/local are what it would refuse.
     seen = {os.path.basename(path): spawns(path) for path in files('tests/local/plugins/**/*.py')}
     assert 'import subprocess' in seen['test_sglang_host_lock.py'] and "runs 'ansible'" in seen['test_sglang_observe.py']
+
+
+# What else makes a unit test impure (issue 24: "Unit tests stay pure ... or move to tests/local; the rule is
+# checked"): a socket or a server of its own (the network), a thread beside the test (a server's or a writer's, on
+# real time), real sleeping, or a stand-in executable put on PATH (a process by another name). Such tests live in
+# tests/local. The repository's own helpers a test imports (tests/**/*.py: fakes, servers, model_mirror) are read
+# too, so a server cannot hide in a helper. No allow-list: every unit test is pure.
+IMPURE_MODULES = ('socket', 'socketserver', 'http.server', 'http.client', 'urllib.request', 'ssl', 'asyncio',
+                  'threading', 'selectors')
+SLEEPS = ('time.sleep', 'asyncio.sleep')
+ENV_SETTERS = ('setenv', 'putenv', 'setdefault', 'update')
+COLLECTION_TESTS = 'ansible_collections.llmops.sglang.tests.'
+
+
+def helper_path(name):
+    """The repository file a test's import names (its fakes, servers, model_mirror), None for anything else."""
+    if name.startswith(COLLECTION_TESTS):
+        candidate = os.path.join(ROOT, 'tests', *name[len(COLLECTION_TESTS):].split('.')) + '.py'
+    elif '.' not in name:
+        candidate = os.path.join(ROOT, 'tests', name + '.py')
+    else:
+        return None
+    return candidate if os.path.isfile(candidate) else None
+
+
+def names_path(node):
+    """Whether an expression is the string 'PATH'."""
+    return isinstance(node, ast.Constant) and node.value == 'PATH'
+
+
+def impurities(path, seen=None):
+    """What in a file (or a helper of the repository it imports) starts a process, opens a socket, runs a thread,
+    sleeps for real or puts a stand-in on PATH."""
+    seen = set() if seen is None else seen
+    seen.add(path)
+    found = set(spawns(path))
+    with open(path, encoding='utf-8') as handle:
+        tree = ast.parse(handle.read(), path)
+    for name in imports(path):
+        if name in IMPURE_MODULES or name.split('.')[0] in IMPURE_MODULES or name.startswith(('http.server', 'http.client')):
+            found.add('import %s' % name)
+        helper = helper_path(name)
+        if helper and helper not in seen:
+            found.update('%s (in %s)' % (what, os.path.relpath(helper, ROOT)) for what in impurities(helper, seen))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == 'time' and any(a.name == 'sleep' for a in node.names):
+            found.add('time.sleep')
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if '%s.%s' % (node.value.id, node.attr) in SLEEPS:
+                found.add('%s.%s' % (node.value.id, node.attr))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ENV_SETTERS:
+            # monkeypatch.setenv('PATH', ...), os.putenv('PATH', ...), os.environ.update(PATH=...)
+            if (node.args and names_path(node.args[0])) or any(k.arg == 'PATH' for k in node.keywords):
+                found.add('sets PATH')
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and names_path(node.slice):
+            found.add('sets PATH')   # os.environ['PATH'] = ...
+        elif isinstance(node, ast.Dict) and any(names_path(key) for key in node.keys):
+            found.add('sets PATH')   # env={'PATH': ...} for a process
+    return sorted(found)
+
+
+def test_unit_tests_are_pure():
+    # No socket, server, thread, real sleep or PATH stand-in under tests/unit (nor in a helper they import): such
+    # tests live in tests/local. (This file only names them.)
+    problems = {os.path.relpath(path, ROOT): impurities(path) for path in files('tests/unit/**/*.py')
+                if path != os.path.abspath(__file__)}
+    assert {path: found for path, found in problems.items() if found} == {}
+
+
+def test_the_purity_check_sees_what_the_local_tests_do():
+    # The check above can fail: the tests that moved to tests/local are what it would refuse, each for its reason.
+    seen = {os.path.relpath(path, os.path.join(ROOT, 'tests', 'local', 'plugins')): impurities(path)
+            for path in files('tests/local/plugins/**/*.py')}
+    assert 'sets PATH' in seen['modules/test_sglang_preflight_gpu.py']
+    assert {'import threading', 'time.sleep'} <= set(seen['modules/test_sglang_preflight_gpu.py'])
+    assert 'sets PATH' in seen['modules/test_sglang_wait_ready_live.py']
+    assert 'import socket (in tests/local/plugins/servers.py)' in seen['modules/test_sglang_wait_ready_live.py']
+    assert 'import http.server (in tests/local/plugins/servers.py)' in seen['module_utils/test_probe_http.py']
+    assert any(what.endswith('(in tests/model_mirror.py)') for what in seen['modules/test_sglang_model_sync_mirror.py'])

@@ -26,7 +26,7 @@ from ansible_collections.llmops.sglang.plugins.action import sglang_wait_ready a
 from ansible_collections.llmops.sglang.plugins.plugin_utils import progress_reader
 from ansible_collections.llmops.sglang.plugins.module_utils.progress_view import ProgressPrinter
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_signatures import phase_label
-from ansible_collections.llmops.sglang.tests.unit.plugins.fakes import FakeServer
+from ansible_collections.llmops.sglang.tests.local.plugins.servers import FakeServer
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
 COLLECTIONS_PATH = REPO_ROOT / '.build' / 'collections'

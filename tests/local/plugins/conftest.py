@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Fixtures the plugin tests share (helpers: fakes.py)."""
+"""Fixtures the local plugin tests share (servers: servers.py; pure helpers: tests/unit/plugins/fakes.py)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -8,7 +8,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.llmops.sglang.tests.unit.plugins.fakes import FakeServer
+from ansible_collections.llmops.sglang.tests.local.plugins.servers import FakeServer
 
 
 @pytest.fixture

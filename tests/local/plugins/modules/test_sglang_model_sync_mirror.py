@@ -3,7 +3,9 @@
 """sglang_model_sync's main() run for real in this process against a loopback mirror: check mode, an interrupted transfer
 and its resume from the byte it stopped at, a damaged file refused and removed, a version already present.
 
-The peer transport (ssh) needs a second host: tests/integration/test_sync.py covers it on the fleet."""
+A local test (a real HTTP mirror on 127.0.0.1). The peer transport (ssh) needs a second host:
+tests/integration/test_sync.py covers it on the fleet; the sync's decisions (the peer wait on a fake clock, the
+fallback, what verification removes) are unit tests: tests/unit/plugins/module_utils/test_model_sync_driver.py."""
 
 from __future__ import absolute_import, division, print_function
 

@@ -1,0 +1,246 @@
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The I/O of sglang_model_sync, as adapters model_sync_driver calls: the version and staging directories
+(SyncFiles: ownership checks, directories, sizes, verification reads, the marker, the rename, the digest cache),
+the progress file, the mirror (HTTP with Range) and the peers (ssh to their forced command). What they read is
+decided on by the pure units (model_sync, model_sync_access, checkpoint)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import threading
+from urllib.parse import quote
+
+from ansible_collections.llmops.sglang.plugins.module_utils import checkpoint, model_sync, model_sync_access as access
+from ansible_collections.llmops.sglang.plugins.module_utils.checkpoint_adapters import sha256_file, shard_problem, write_cache
+from ansible_collections.llmops.sglang.plugins.module_utils.model_sync import TransferError
+
+CHUNK = 1024 * 1024
+
+
+class Progress(object):
+    """The progress JSON (model_sync.progress), rewritten atomically at most once a second unless forced."""
+
+    def __init__(self, path, total, source, wave, clock):
+        self.path = path
+        self.clock = clock
+        self.status = {'state': 'transferring', 'source': source, 'wave': wave, 'done': 0, 'total': total,
+                       'rate': 0.0, 'eta': None, 'file': None}
+        self.started = clock.time()
+        self.base = 0
+        self.written = 0.0
+
+    def set(self, force=False, **fields):
+        self.status.update(fields)
+        now = self.clock.time()
+        if not self.path or (not force and now - self.written < 1.0):
+            return
+        self.written = now
+        self.status.update(model_sync.progress(self.status['done'], self.status['total'], now - self.started))
+        tmp = self.path + '.tmp'
+        try:
+            with open(tmp, 'w') as handle:
+                json.dump(self.status, handle)
+            os.rename(tmp, self.path)
+        except (IOError, OSError):
+            pass  # a progress display never fails the sync
+
+    def add(self, n):
+        self.set(done=self.status['done'] + n)
+
+
+def path_chain(path):
+    """[(path, uid, mode)] of the resolved path's existing components, from '/' down (lstat each)."""
+    real = os.path.realpath(path)
+    chain = []
+    current = '/'
+    for part in [''] + [p for p in real.split('/') if p]:
+        current = os.path.join(current, part) if part else '/'
+        try:
+            st = os.lstat(current)
+        except OSError:
+            break
+        chain.append((current, st.st_uid, st.st_mode))
+    return chain
+
+
+class SyncFiles(object):
+    """This host's side: what root writes through, and the staging and version directories."""
+
+    exists = staticmethod(os.path.exists)
+    lexists = staticmethod(os.path.lexists)
+    islink = staticmethod(os.path.islink)
+    getsize = staticmethod(os.path.getsize)
+    unlink = staticmethod(os.unlink)
+    shard_problem = staticmethod(shard_problem)
+    sha256 = staticmethod(sha256_file)
+
+    def __init__(self, clock):
+        self.clock = clock
+        self.trusted = (0, os.geteuid())
+
+    def unsafe(self, path):
+        """Why root must not write through path (model_sync_access.unsafe_path_problem), or None."""
+        return access.unsafe_path_problem(path_chain(path), self.trusted)
+
+    def make_dirs(self, path):
+        """os.makedirs(path, 0o755) with each new directory's mode set explicitly (no umask surprise), after
+        checking that the existing part of the path is root's (or ours) alone."""
+        missing = []
+        current = os.path.normpath(path)
+        while not os.path.lexists(current):
+            missing.append(current)
+            current = os.path.dirname(current)
+        problem = self.unsafe(current)
+        if problem:
+            raise OSError(problem)
+        for directory in reversed(missing):
+            os.mkdir(directory, 0o755)
+            os.chmod(directory, 0o755)
+
+    @staticmethod
+    def read_text(path):
+        """The file's text, None when it does not exist."""
+        if not os.path.exists(path):
+            return None
+        with open(path) as handle:
+            return handle.read()
+
+    @staticmethod
+    def write_text(path, text):
+        with open(path, 'w') as handle:
+            handle.write(text)
+
+    @staticmethod
+    def sizes(staging, manifest):
+        """{file: size} of the manifest's files the staging directory holds."""
+        sizes = {}
+        for name in manifest:
+            try:
+                sizes[name] = os.stat(os.path.join(staging, name)).st_size
+            except OSError:
+                pass
+        return sizes
+
+    @staticmethod
+    def publish(staging, dest, marker_text):
+        """The marker written (and synced) into the staging directory, then the directory renamed to dest."""
+        with open(os.path.join(staging, model_sync.MARKER), 'w') as handle:
+            handle.write(marker_text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.rename(staging, dest)
+
+    @staticmethod
+    def record_cache(path, dest, digests):
+        """Adds the verified digests to the preflight gate's cache (checkpoint_adapters.write_cache: root-only)."""
+        files = {}
+        if os.path.exists(path):
+            with open(path) as handle:
+                files = checkpoint.parse_cache(handle.read())
+        for name, digest in digests.items():
+            full = os.path.realpath(os.path.join(dest, name))
+            st = os.stat(full)
+            files[full] = {'size': st.st_size, 'mtime_ns': st.st_mtime_ns, 'sha256': digest}
+        return write_cache(path, files)
+
+    def progress(self, path, total, source, wave):
+        return Progress(path, total, source, wave, self.clock)
+
+
+def copy_stream(read, handle, progress):
+    count = 0
+    while True:
+        block = read(CHUNK)
+        if not block:
+            return count
+        handle.write(block)
+        count += len(block)
+        progress.add(len(block))
+
+
+class Mirror(object):
+    """The mirror: GET MIRROR/FILE, from an offset with Range; open_url is Ansible's (the module passes it)."""
+
+    def __init__(self, params, open_url):
+        self.params = params
+        self.open_url = open_url
+
+    def fetch(self, name, path, offset, progress):
+        url = self.params['mirror'].rstrip('/') + '/' + quote(name)
+        headers = {'Range': 'bytes=%d-' % offset} if offset else {}
+        try:
+            response = self.open_url(url, headers=headers, timeout=self.params['timeout'])
+        # urllib's errors have no common base
+        except Exception as exc:  # pylint: disable=broad-except
+            raise TransferError('GET %s: %s' % (url, exc))
+        if offset and response.getcode() != 206:
+            offset = 0  # the server ignored the Range: start over
+        count = 0
+        try:
+            with open(path, 'ab' if offset else 'wb') as handle:
+                count = copy_stream(response.read, handle, progress)
+        # a reset connection, a timeout
+        except Exception as exc:  # pylint: disable=broad-except
+            raise TransferError('GET %s: interrupted: %s' % (url, exc))
+        return count
+
+
+class Peers(object):
+    """The peers, over ssh as the sync account, whose forced command answers `state` and `read` requests."""
+
+    def __init__(self, module, params):
+        self.module = module
+        self.params = params
+
+    def state(self, address):
+        """'ready', 'failed', 'pending', 'refused: ...' or 'unreachable: ...' (model_sync.peer_answer); a peer whose
+        host key is not known is not connected to at all."""
+        known_hosts = self.params['known_hosts']
+        text = error = None
+        try:
+            with open(known_hosts) as handle:
+                text = handle.read()
+        except (IOError, OSError) as exc:
+            error = exc
+        problem = model_sync.host_key_problem(known_hosts, text, error, address, self.params['ssh_options'])
+        if problem:
+            return 'refused: ' + problem
+        rc, out, err = self.module.run_command(
+            model_sync.ssh_argv(self.params, address, access.check_state_request(self.params['dest'])))
+        return model_sync.peer_answer(rc, out, err)
+
+    def fetch(self, address, name, path, offset, progress):
+        """ssh's stdout goes straight into the file (a shell redirect: never through this process's memory); a
+        thread reports the file's growth as progress while run_command waits."""
+        dest = self.params['dest']
+        remote = os.path.join(dest, name)
+        argv = model_sync.ssh_argv(self.params, address, access.check_read_request(remote, os.path.dirname(dest), offset))
+        if not offset:
+            open(path, 'wb').close()
+        start = os.path.getsize(path)
+        stop = threading.Event()
+
+        def watch():
+            seen = start
+            while not stop.wait(1.0):
+                now = os.path.getsize(path)
+                progress.add(now - seen)
+                seen = now
+
+        watcher = threading.Thread(target=watch)
+        watcher.daemon = True
+        watcher.start()
+        try:
+            rc, _out, err = self.module.run_command(['sh', '-c', 'f=$1; shift; exec "$@" >> "$f"', 'sh', path] + argv)
+        finally:
+            stop.set()
+            watcher.join()
+        count = os.path.getsize(path) - start
+        if rc != 0:
+            raise TransferError('ssh %s read %s: %s' % (address, remote, access.ssh_failure(rc, err)))
+        return count
