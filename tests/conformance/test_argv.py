@@ -123,7 +123,9 @@ def test_reserved_flags_cover_every_spelling_of_the_flags_the_role_sets(release)
 OTHER_TOOLS = {'--since', '--no-pager', '--show-cursor', '--no-deps', '--no-index', '--check', '--diff',
                '--find-links', '--trusted-host', '--index-url', '--tags', '--limit', '--extra-vars',
                '--collector', '--query-gpu', '--version', '--local-dir', '--tp', '--append',
-               '--showformat', '--reinstall', '--force-confmiss', '--no-collector', '--no', '--worker-urls'}
+               '--showformat', '--reinstall', '--force-confmiss', '--no-collector', '--no', '--worker-urls',
+               # ansible-runner's (docs/conventions.md, running a job in the execution environment's image)
+               '--process-isolation', '--process-isolation-executable', '--container-image'}
 
 
 def _bench_options():

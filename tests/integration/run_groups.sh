@@ -18,10 +18,11 @@ LOGS=.build/integration
 # machine for issue 22: test_router 23 min, test_security about 8, test_sync 5-10): test_wait_ready (its own wr-*
 # units, ports 31000-31999, hosts 2 and 3) shares the sync group's fleet (sy-k26, port 30021) without touching it.
 # Issue 23 added test_day2 (six hosts, 14 min alone) as a group of its own rather than after test_router (17 min
-# alone), and test_monitoring_host (2 min) and test_alerts (5 min) to the hosts group.
+# alone), and test_monitoring_host (2 min) and test_alerts (5 min) to the hosts group. Issue 27 added test_runner
+# (ansible-runner; about 4 min alone on a loaded machine) to the faults group.
 GROUPS_TABLE=(
   "default||gpu|tests/integration/test_fleet.py tests/integration/test_rollout.py tests/integration/test_progress.py tests/integration/test_server_role.py tests/integration/test_multinode.py"
-  "faults|/var/lib/llmops-sglang-fleet-faults|fb|tests/integration/test_faults.py tests/integration/test_bad_inputs.py"
+  "faults|/var/lib/llmops-sglang-fleet-faults|fb|tests/integration/test_faults.py tests/integration/test_bad_inputs.py tests/integration/test_runner.py"
   "hosts|/var/lib/llmops-sglang-fleet-hosts|fc|tests/integration/test_preflight.py tests/integration/test_observability.py tests/integration/test_become.py tests/integration/test_monitoring_host.py tests/integration/test_alerts.py"
   "plan|/var/lib/llmops-sglang-fleet-plan|fp|tests/integration/test_plan.py tests/integration/test_security.py"
   "sync|/var/lib/llmops-sglang-fleet-sync|fs|tests/integration/test_sync.py tests/integration/test_wait_ready.py tests/integration/test_sandbox.py"

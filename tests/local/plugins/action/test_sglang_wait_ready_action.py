@@ -122,7 +122,9 @@ def test_reader_survives_garbage_and_failing_reads(tmp_path, shown):
 
 @pytest.mark.parametrize('name,document', [('default', False), ('ansible.builtin.default', False), ('minimal', False),
                                            ('community.general.yaml', False), ('json', True), ('ansible.posix.json', True),
-                                           ('ansible.posix.jsonl', True)])
+                                           ('ansible.posix.jsonl', True),
+                                           # ansible-runner's (AWX): lines become job events of their own (verbose)
+                                           ('awx_display', False)])
 def test_no_lines_into_a_json_stdout(monkeypatch, name, document):
     monkeypatch.setenv('ANSIBLE_STDOUT_CALLBACK', name)
     assert progress_reader.stdout_is_a_document() is document
