@@ -166,9 +166,13 @@ FAULTS = ['crash@init:%s' % cause for cause in ('scheduler_exception', 'nccl', '
     ['crash@weights:%s' % cause for cause in ('scheduler_exception', 'oom', 'oom_killer')] + \
     ['crash@kv_cache:%s' % cause for cause in ('scheduler_exception', 'oom', 'oom_killer')] + \
     ['crash@cuda_graph:%s' % cause for cause in ('scheduler_exception', 'oom', 'nccl', 'oom_killer')] + \
-    ['crash@warmup:warmup_error']
+    ['crash@weights:compressed_tensors_too_old'] + \
+    ['crash@warmup:%s' % cause for cause in ('warmup_error', 'detokenizer_exception', 'tokenizer_exception',
+                                             'watchdog_timeout')]
 CAUSE_OF = {'scheduler_exception': 'subprocess_exception', 'nccl': 'nccl', 'port_in_use': 'port_in_use',
-            'oom_killer': 'scheduler_oom_killed', 'warmup_error': 'warmup_failed'}
+            'oom_killer': 'scheduler_oom_killed', 'warmup_error': 'warmup_failed',
+            'compressed_tensors_too_old': 'compressed_tensors_too_old', 'detokenizer_exception': 'subprocess_exception',
+            'tokenizer_exception': 'subprocess_exception', 'watchdog_timeout': 'watchdog_timeout'}
 OOM_OF = {'weights': 'cuda_oom', 'kv_cache': 'not_enough_memory', 'cuda_graph': 'cuda_oom'}
 HANG_UNTIL = {'init': r'Init parallel begin|Init torch distributed begin', 'weights': r'Load weight begin',
               'kv_cache': r'Load weight end', 'cuda_graph': r'(?i)Capture .*graph begin'}
@@ -194,6 +198,9 @@ def _scenarios():
         ('ambiguous-abbreviation', 'llama', ('--cuda-graph-max-bs', '8'), None, None, None, False,
          ('cause', 'bad_argument')),
         ('no-config-json', 'empty', (), None, None, None, False, ('cause', 'model_path')),
+        # the loader on a checkpoint whose index names a shard that is not there, and on a shard cut short
+        ('shard-missing', 'missing', (), None, None, None, False, ('cause', 'checkpoint_incomplete')),
+        ('shard-truncated', 'truncated', (), None, None, None, False, ('cause', 'checkpoint_incomplete')),
         # the .venv has no compressed-tensors: for the checkpoint's nvfp4-pack-quantized format that is too old
         ('compressed-tensors-absent', 'kimi_k2', (), None, None, None, False, ('cause', 'compressed_tensors_too_old')),
         # run by an interpreter whose include dir has no Python.h (Triton's helper build fails at the capture)
@@ -224,8 +231,13 @@ def runs():
     with tempfile.TemporaryDirectory(prefix='conformance-standin-') as tmp:
         models = {'llama': _make_model(os.path.join(tmp, 'llama'), 'llama'),
                   'kimi_k2': _make_model(os.path.join(tmp, 'kimi'), 'kimi_k2'),
-                  'empty': os.path.join(tmp, 'empty')}
+                  'empty': os.path.join(tmp, 'empty'),
+                  'missing': _make_model(os.path.join(tmp, 'missing'), 'llama'),
+                  'truncated': _make_model(os.path.join(tmp, 'truncated'), 'llama')}
         os.mkdir(models['empty'])
+        os.remove(os.path.join(models['missing'], 'model-00002-of-00002.safetensors'))
+        shard = os.path.join(models['truncated'], 'model-00001-of-00002.safetensors')
+        os.truncate(shard, os.path.getsize(shard) - 1)  # an interrupted copy
         headerless = _headerless_python(os.path.join(tmp, 'no-headers'))
         with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
             futures = {scenario[0]: pool.submit(_run, models[scenario[1]], scenario[2], scenario[3], scenario[4],
@@ -247,6 +259,12 @@ def test_the_standin_lands_where_the_release_does(runs, scenario):
         assert digest.phase == expected[1], shown
     else:
         assert digest.cause()[2] == expected[1], (digest.cause(), shown)
+        who = WHO.get(name)
+        if who:  # the family's member: the process the release logs it from
+            assert [f for f in digest.fatals if f.name == expected[1] and '%s hit an exception' % who in f.text], shown
+
+
+WHO = {'crash@warmup:detokenizer_exception': 'DetokenizerManager', 'crash@warmup:tokenizer_exception': 'TokenizerManager'}
 
 
 # ---- its words are the release's ----------------------------------------------------------------------------------
