@@ -23,7 +23,7 @@ import threading
 import pytest
 
 import sglang_release
-from citations import is_file, rows, string_at
+from citations import is_file, message_pattern, rows
 from ansible_collections.llmops.sglang.plugins.module_utils import sglang_signatures as table
 from ansible_collections.llmops.sglang.plugins.module_utils.journal_digest import JournalDigest
 from ansible_collections.llmops.sglang.plugins.module_utils.systemd_props import JournalEntry
@@ -269,26 +269,6 @@ WHO = {'crash@warmup:detokenizer_exception': 'DetokenizerManager', 'crash@warmup
 
 # ---- its words are the release's ----------------------------------------------------------------------------------
 
-# Cited messages the release extends after the cited expression (`msg += ...`): matched as a prefix.
-# tqdm lines are the description then the bar.
-EXTENDED = {('managers/scheduler_components/metrics_reporter.py', 754), ('model_loader/weight_utils.py', 1166),
-            ('model_executor/runner/decode_cuda_graph_runner.py', 1343)}
-_EXCEPTION = r'(?:[A-Za-z_][\w.]*: )?'          # "RuntimeError: " when it is an exception's traceback line
-_UVICORN = r'(?:(?:INFO|WARNING|ERROR): +)?'     # uvicorn's levelprefix (uvicorn/logging.py:58-64)
-
-
-def _regex_of(origin, line):
-    node = string_at(origin, line)
-    if isinstance(node, ast.Constant):
-        parts = re.split(r'(%(?:\([^)]*\))?[-#0 +]*\d*(?:\.\d+)?[sdrf])', node.value)
-        body = ''.join('.*?' if index % 2 else re.escape(part) for index, part in enumerate(parts))
-    else:
-        body = ''.join(re.escape(value.value) if isinstance(value, ast.Constant) else '.*?' for value in node.values)
-    body = body.split('\\\n', 1)[0]  # the first line: the one journald gets with the prefix
-    tail = '' if (origin, line) in EXTENDED else '$'
-    return re.compile('^' + _EXCEPTION + _UVICORN + body + tail)
-
-
 def _formats():
     """{(kind, row name): ([compiled patterns of its SGLang/uvicorn lines], has sources of other programs)}"""
     formats = {}
@@ -297,7 +277,7 @@ def _formats():
         for source in row.sources:
             if is_file(source) and not source.origin.endswith('uvicorn/config.py'):
                 try:
-                    patterns.append(_regex_of(source.origin, source.line))
+                    patterns.append(message_pattern(source.origin, source.line))
                 except AssertionError:
                     other = True  # a cited line that is code, not a message (compressed_tensors/utils.py:18)
             else:
