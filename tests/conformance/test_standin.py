@@ -8,7 +8,6 @@ and every line of it that a phase or signature matches must be one of that row's
 row's cited lines, rendered as patterns), so the stand-in cannot drift from the release again.
 """
 
-import ast
 import concurrent.futures
 import json
 import os

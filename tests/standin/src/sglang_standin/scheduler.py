@@ -180,10 +180,6 @@ class Scheduler(object):
         weight_gb = self.model.declared_bytes / float(1024 ** 3) / self.args["tp_size"]
         if weight_gb > self.total_gb * 0.98:
             self.crash(signatures.scheduler_crash("weights", "oom", self.gpu)[1], cause="oom")
-        per_shard = self.durations["weights"] / max(1, len(shards))
-        desc = "Loading safetensors checkpoint shards"
-        if self.rank == 0:
-            self.log.raw(logfmt.format_tqdm(desc, 0, len(shards), 0.0))
         # _prepare_weights (0.5.23 model_loader/loader.py:547-582, weight_utils.py:799-806), on every rank before
         # the first shard is opened: shards the index names but the folder lacks, or no weights at all.
         missing = [name for name in shards if not os.path.isfile(os.path.join(self.model.path, name))]
@@ -191,6 +187,10 @@ class Scheduler(object):
             self.crash(signatures.no_weights(self.args["model_path"]), cause="missing_shard")
         if missing and self.model.index:
             self.crash(signatures.missing_shards(self.model.path, missing), cause="missing_shard")
+        per_shard = self.durations["weights"] / max(1, len(shards))
+        desc = "Loading safetensors checkpoint shards"
+        if self.rank == 0:
+            self.log.raw(logfmt.format_tqdm(desc, 0, len(shards), 0.0))
         for done, name in enumerate(shards, 1):
             self.sleep(per_shard)
             path = os.path.join(self.model.path, name)
