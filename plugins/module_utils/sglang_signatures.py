@@ -367,11 +367,17 @@ FATAL_SIGNATURES = (
                       'NCCL_DEBUG=INFO for details), NCCL version %s\nncclSystemError: System call (e.g. socket, malloc) '
                       'or external library call failed or device error.'))),
     # Every watchdog of 0.5.23 (one per manager: debug_name Scheduler, TokenizerManager, DetokenizerManager,
-    # DataParallelController) and the HTTP health check: a process stopped making progress.
+    # DataParallelController) and the HTTP health check: a process stopped making progress. Only the hard ones: a
+    # soft watchdog (--soft-watchdog-timeout; the tokenizer and detokenizer managers' are always soft) logs the same
+    # line with self.soft=True and lets the process live on (utils/watchdog.py:161-164), a warning, not a cause.
+    # After a hard one the watchdog sleeps 5 s and SIGQUITs its parent, which kills the tree (:163-164).
     Signature('watchdog_timeout',
-              re.compile(r'(?P<who>\w+) watchdog timeout \(|Health check failed\. Server couldn\'t get a response'),
+              re.compile(r'(?P<who>\w+) watchdog timeout \((?![^)]*self\.soft=True)|'
+                         r'Health check failed\. Server couldn\'t get a response'),
               'A SGLang process ({who}) stopped making progress for --watchdog-timeout seconds: a hung NCCL collective, '
-              'a stuck GPU kernel or a dead peer rank. The py-spy dump and debug info above show where; check the GPUs '
+              'a stuck GPU kernel or a dead peer rank. The debug info above names the stuck batch; its py-spy dump '
+              'needs py-spy on the unit\'s PATH (the venv\'s bin is not on systemd\'s default PATH: "py-spy: not '
+              'found" above), else run the venv\'s `py-spy dump` on the hung process yourself; check the GPUs '
               '(nvidia-smi, `dmesg | grep -i xid`) and NCCL; raise --watchdog-timeout only for steps known to be long.',
               False,
               (Source('utils/watchdog.py', 154, 'f"{self.debug_name} watchdog timeout "'),

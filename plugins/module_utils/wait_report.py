@@ -221,6 +221,7 @@ def result(m, now=None, secrets=(), gpus=()):
         'reason': None if m.ready else m.reason(),
         'msg': redact(msg, secrets),
         'hint': hint,
+        'signature': None if m.ready else m.digest.cause()[2],
         'journal': [redact(line, secrets) for line in journal],
         'phases': phases(m),
         'restarts': m.restarts,
@@ -242,7 +243,7 @@ def check_result(m, props, unit_query_error, since, url):
         timeout, cfg.unit or 'the endpoint', ' and its endpoint' if cfg.unit else '', cfg.probe, endpoint(m))
     out = result(m, m.start)
     out.pop('journal_cmd', None)
-    out.update(msg=msg, reason=None, hint=None, gpus=[], unit=unit_summary(props))
+    out.update(msg=msg, reason=None, hint=None, signature=None, gpus=[], unit=unit_summary(props))
     out['watch'] = {
         'unit': cfg.unit, 'url': url, 'probe': cfg.probe, 'endpoint': endpoint(m), 'model': cfg.model,
         'timeout': cfg.timeout, 'stall_timeout': cfg.stall_timeout, 'max_restarts': cfg.max_restarts, 'since': since,

@@ -279,6 +279,14 @@ hint:
   returned: always
   type: str
   sample: "Triton compiles a C helper at start-up and needs the Python headers: install python3-dev AND python3.X-dev ..."
+signature:
+  description:
+    - The name of the failure signature (the row of C(plugins/module_utils/sglang_signatures.py)) whose journal line
+      names the cause, for example V(cuda_oom), V(checkpoint_incomplete), V(watchdog_timeout); RV(hint) is its hint.
+    - Null on success and when no known line was seen.
+  returned: always
+  type: str
+  sample: cuda_oom
 journal:
   description:
     - The journal lines that explain the outcome, whole and in journal order, at most 60; the last Python

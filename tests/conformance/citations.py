@@ -55,3 +55,42 @@ def rows():
 def is_file(source):
     """Whether the source cites a file (of the release or a wheel it pins) rather than another program's text."""
     return bool(SGLANG_FILE.match(source.origin) or PACKAGE_FILE.match(source.origin))
+
+
+# Cited messages the release extends after the cited expression (`msg += ...`): matched as a prefix.
+# tqdm lines are the description then the bar.
+EXTENDED = {('managers/scheduler_components/metrics_reporter.py', 754), ('model_loader/weight_utils.py', 1166),
+            ('model_executor/runner/decode_cuda_graph_runner.py', 1343)}
+_EXCEPTION = r'(?:[A-Za-z_][\w.]*: )?'          # "RuntimeError: " when it is an exception's traceback line
+_UVICORN = r'(?:(?:INFO|WARNING|ERROR): +)?'     # uvicorn's levelprefix (uvicorn/logging.py:58-64)
+
+
+def message_pattern(origin, line):
+    """The cited message as a regex for a journal line's message (its log prefix stripped): placeholders match
+    anything, the first line only (journald splits the rest off), an exception's type or uvicorn's level may lead."""
+    node = string_at(origin, line)
+    if isinstance(node, ast.Constant):
+        parts = re.split(r'(%(?:\([^)]*\))?[-#0 +]*\d*(?:\.\d+)?[sdrf])', node.value)
+        body = ''.join('.*?' if index % 2 else re.escape(part) for index, part in enumerate(parts))
+    else:
+        body = ''.join(re.escape(value.value) if isinstance(value, ast.Constant) else '.*?' for value in node.values)
+    body = body.split('\\\n', 1)[0]  # the first line: the one journald gets with the prefix
+    tail = '' if (origin, line) in EXTENDED else '$'
+    return re.compile('^' + _EXCEPTION + _UVICORN + body + tail)
+
+
+def source_pattern(source):
+    """What the release (or the other program a source names) prints for one source of a table row, as a regex for a
+    journal line's message: the cited message (message_pattern); for another program's text, or a cited line that is
+    code (uvicorn's `logger.error(exc)`), the row's sample text with its %-placeholders matching anything (a prefix:
+    samples may be shortened; ' / ' separates alternatives)."""
+    if is_file(source):
+        try:
+            return message_pattern(source.origin, source.line)
+        except AssertionError:
+            pass
+    bodies = []
+    for sample in source.text.split(' / '):
+        parts = re.split(r'(%(?:\([^)]*\))?[-#0 +]*\d*(?:\.\d+)?[sdrf])', sample.split('\n', 1)[0])
+        bodies.append(''.join('.*?' if index % 2 else re.escape(part) for index, part in enumerate(parts)))
+    return re.compile('^' + _EXCEPTION + _UVICORN + '(?:%s)' % '|'.join(bodies))

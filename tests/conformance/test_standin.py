@@ -8,7 +8,6 @@ and every line of it that a phase or signature matches must be one of that row's
 row's cited lines, rendered as patterns), so the stand-in cannot drift from the release again.
 """
 
-import ast
 import concurrent.futures
 import json
 import os
@@ -23,7 +22,7 @@ import threading
 import pytest
 
 import sglang_release
-from citations import is_file, rows, string_at
+from citations import is_file, message_pattern, rows
 from ansible_collections.llmops.sglang.plugins.module_utils import sglang_signatures as table
 from ansible_collections.llmops.sglang.plugins.module_utils.journal_digest import JournalDigest
 from ansible_collections.llmops.sglang.plugins.module_utils.systemd_props import JournalEntry
@@ -166,9 +165,13 @@ FAULTS = ['crash@init:%s' % cause for cause in ('scheduler_exception', 'nccl', '
     ['crash@weights:%s' % cause for cause in ('scheduler_exception', 'oom', 'oom_killer')] + \
     ['crash@kv_cache:%s' % cause for cause in ('scheduler_exception', 'oom', 'oom_killer')] + \
     ['crash@cuda_graph:%s' % cause for cause in ('scheduler_exception', 'oom', 'nccl', 'oom_killer')] + \
-    ['crash@warmup:warmup_error']
+    ['crash@weights:compressed_tensors_too_old'] + \
+    ['crash@warmup:%s' % cause for cause in ('warmup_error', 'detokenizer_exception', 'tokenizer_exception',
+                                             'watchdog_timeout')]
 CAUSE_OF = {'scheduler_exception': 'subprocess_exception', 'nccl': 'nccl', 'port_in_use': 'port_in_use',
-            'oom_killer': 'scheduler_oom_killed', 'warmup_error': 'warmup_failed'}
+            'oom_killer': 'scheduler_oom_killed', 'warmup_error': 'warmup_failed',
+            'compressed_tensors_too_old': 'compressed_tensors_too_old', 'detokenizer_exception': 'subprocess_exception',
+            'tokenizer_exception': 'subprocess_exception', 'watchdog_timeout': 'watchdog_timeout'}
 OOM_OF = {'weights': 'cuda_oom', 'kv_cache': 'not_enough_memory', 'cuda_graph': 'cuda_oom'}
 HANG_UNTIL = {'init': r'Init parallel begin|Init torch distributed begin', 'weights': r'Load weight begin',
               'kv_cache': r'Load weight end', 'cuda_graph': r'(?i)Capture .*graph begin'}
@@ -194,6 +197,9 @@ def _scenarios():
         ('ambiguous-abbreviation', 'llama', ('--cuda-graph-max-bs', '8'), None, None, None, False,
          ('cause', 'bad_argument')),
         ('no-config-json', 'empty', (), None, None, None, False, ('cause', 'model_path')),
+        # the loader on a checkpoint whose index names a shard that is not there, and on a shard cut short
+        ('shard-missing', 'missing', (), None, None, None, False, ('cause', 'checkpoint_incomplete')),
+        ('shard-truncated', 'truncated', (), None, None, None, False, ('cause', 'checkpoint_incomplete')),
         # the .venv has no compressed-tensors: for the checkpoint's nvfp4-pack-quantized format that is too old
         ('compressed-tensors-absent', 'kimi_k2', (), None, None, None, False, ('cause', 'compressed_tensors_too_old')),
         # run by an interpreter whose include dir has no Python.h (Triton's helper build fails at the capture)
@@ -224,8 +230,13 @@ def runs():
     with tempfile.TemporaryDirectory(prefix='conformance-standin-') as tmp:
         models = {'llama': _make_model(os.path.join(tmp, 'llama'), 'llama'),
                   'kimi_k2': _make_model(os.path.join(tmp, 'kimi'), 'kimi_k2'),
-                  'empty': os.path.join(tmp, 'empty')}
+                  'empty': os.path.join(tmp, 'empty'),
+                  'missing': _make_model(os.path.join(tmp, 'missing'), 'llama'),
+                  'truncated': _make_model(os.path.join(tmp, 'truncated'), 'llama')}
         os.mkdir(models['empty'])
+        os.remove(os.path.join(models['missing'], 'model-00002-of-00002.safetensors'))
+        shard = os.path.join(models['truncated'], 'model-00001-of-00002.safetensors')
+        os.truncate(shard, os.path.getsize(shard) - 1)  # an interrupted copy
         headerless = _headerless_python(os.path.join(tmp, 'no-headers'))
         with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
             futures = {scenario[0]: pool.submit(_run, models[scenario[1]], scenario[2], scenario[3], scenario[4],
@@ -247,29 +258,15 @@ def test_the_standin_lands_where_the_release_does(runs, scenario):
         assert digest.phase == expected[1], shown
     else:
         assert digest.cause()[2] == expected[1], (digest.cause(), shown)
+        who = WHO.get(name)
+        if who:  # the family's member: the process the release logs it from
+            assert [f for f in digest.fatals if f.name == expected[1] and '%s hit an exception' % who in f.text], shown
+
+
+WHO = {'crash@warmup:detokenizer_exception': 'DetokenizerManager', 'crash@warmup:tokenizer_exception': 'TokenizerManager'}
 
 
 # ---- its words are the release's ----------------------------------------------------------------------------------
-
-# Cited messages the release extends after the cited expression (`msg += ...`): matched as a prefix.
-# tqdm lines are the description then the bar.
-EXTENDED = {('managers/scheduler_components/metrics_reporter.py', 754), ('model_loader/weight_utils.py', 1166),
-            ('model_executor/runner/decode_cuda_graph_runner.py', 1343)}
-_EXCEPTION = r'(?:[A-Za-z_][\w.]*: )?'          # "RuntimeError: " when it is an exception's traceback line
-_UVICORN = r'(?:(?:INFO|WARNING|ERROR): +)?'     # uvicorn's levelprefix (uvicorn/logging.py:58-64)
-
-
-def _regex_of(origin, line):
-    node = string_at(origin, line)
-    if isinstance(node, ast.Constant):
-        parts = re.split(r'(%(?:\([^)]*\))?[-#0 +]*\d*(?:\.\d+)?[sdrf])', node.value)
-        body = ''.join('.*?' if index % 2 else re.escape(part) for index, part in enumerate(parts))
-    else:
-        body = ''.join(re.escape(value.value) if isinstance(value, ast.Constant) else '.*?' for value in node.values)
-    body = body.split('\\\n', 1)[0]  # the first line: the one journald gets with the prefix
-    tail = '' if (origin, line) in EXTENDED else '$'
-    return re.compile('^' + _EXCEPTION + _UVICORN + body + tail)
-
 
 def _formats():
     """{(kind, row name): ([compiled patterns of its SGLang/uvicorn lines], has sources of other programs)}"""
@@ -279,7 +276,7 @@ def _formats():
         for source in row.sources:
             if is_file(source) and not source.origin.endswith('uvicorn/config.py'):
                 try:
-                    patterns.append(_regex_of(source.origin, source.line))
+                    patterns.append(message_pattern(source.origin, source.line))
                 except AssertionError:
                     other = True  # a cited line that is code, not a message (compressed_tensors/utils.py:18)
             else:

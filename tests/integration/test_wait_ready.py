@@ -28,6 +28,7 @@ PLAYBOOK = 'tests/integration/playbooks/wait_ready.yml'
 MODEL = '/models/wr-k26'
 PACE = '0.01'  # the default 390 s start-up in about 4 s
 PHASE_ORDER = ['init', 'weights', 'kv_cache', 'cuda_graph', 'http_up', 'warmup', 'ready']
+LAUNCH_SERVER = 'python -m sglang.launch_server'
 RIGHT_KEY = 'wr-right-5ecret-k3y'
 WRONG_KEY = 'wr-wrong-5ecret-k3y'
 
@@ -42,7 +43,7 @@ TimeoutStopSec=10
 Restart={restart}
 RestartSec={restart_sec}
 {environment}
-ExecStart={venv}/bin/python -m sglang.launch_server --model-path {model} --tp 8 --port {port} --host 127.0.0.1 {args}
+ExecStart={venv}/bin/{entry} --model-path {model} --tp 8 --port {port} --host 127.0.0.1 {args}
 """
 
 
@@ -117,11 +118,13 @@ def gpu03(fleet, standin_venv, host_changes):  # pylint: disable=redefined-outer
 
 @pytest.fixture
 def make_unit(fleet):
-    """make_unit(host, name, port, fault=None, pace=PACE, restart='no', restart_sec=1, env=None, args='', unit_section='')
-    writes /etc/systemd/system/NAME.service (not started) and removes it, its state and its processes after the test."""
+    """make_unit(host, name, port, fault=None, pace=PACE, restart='no', restart_sec=1, env=None, args='', unit_section='',
+    model=MODEL, entry=LAUNCH_SERVER) writes /etc/systemd/system/NAME.service (not started) and removes it, its state
+    and its processes after the test. entry: the venv's program and its first words (`sglang serve`)."""
     made = []
 
-    def make(host, name, port, fault=None, pace=PACE, restart='no', restart_sec=1, env=None, args='', unit_section=''):
+    def make(host, name, port, fault=None, pace=PACE, restart='no', restart_sec=1, env=None, args='', unit_section='',
+             model=MODEL, entry=None):
         assert name.startswith('wr-') and 31000 <= port <= 31999
         made.append((host, name))
         variables = {'SGLANG_STANDIN_PACE': pace, 'SGLANG_STANDIN_EVENT_LOG': '/run/%s.events' % name}
@@ -131,7 +134,7 @@ def make_unit(fleet):
         # quoted: a fault spec may hold spaces
         environment = '\n'.join('Environment="%s=%s"' % item for item in sorted(variables.items()))
         text = UNIT_TEMPLATE.format(name=name, unit_section=unit_section, restart=restart, restart_sec=restart_sec, environment=environment,
-                                    venv=VENV, model=MODEL, port=port, args=args)
+                                    venv=VENV, model=model, port=port, args=args, entry=entry or LAUNCH_SERVER)
         fleet.run(host, 'rm -f /run/{0}.events /run/{0}.count && cat > /etc/systemd/system/{0}.service && '
                         'systemctl daemon-reload'.format(name), input=text, check=True)
         return name + '.service'

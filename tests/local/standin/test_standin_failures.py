@@ -134,9 +134,22 @@ def test_missing_shard_fails_at_weight_loading(launch, standin_python, model_dir
     os.remove(os.path.join(model_dir, "model-00003-of-00004.safetensors"))
     server = launch(standin_python, model_dir)
     assert_killed_tree(server)
-    assert 'FileNotFoundError: No such file or directory: "%s/model-00003-of-00004.safetensors"' % model_dir in server.output
-    assert server.output.index("Load weight begin") < server.output.index("FileNotFoundError")
+    # 0.5.23 model_loader/weight_utils.py:799-806: checked before the first shard is opened (no progress bar yet)
+    missing = ("RuntimeError: model.safetensors.index.json references 1 shard file(s) missing from %s (incomplete "
+               "download?): ['model-00003-of-00004.safetensors']" % model_dir)
+    assert missing in server.output
+    assert server.output.index("Load weight begin") < server.output.index(missing)
+    assert "Loading safetensors checkpoint shards" not in server.output
     assert "Load weight end" not in server.output
+
+
+def test_no_shard_at_all_is_cannot_find_any_model_weights(launch, standin_python, model_dir):
+    for name in os.listdir(model_dir):
+        if name.endswith(".safetensors"):
+            os.remove(os.path.join(model_dir, name))
+    server = launch(standin_python, model_dir)
+    assert_killed_tree(server)
+    assert "RuntimeError: Cannot find any model weights with `%s`" % model_dir in server.output  # loader.py:579-582
 
 
 def test_nvfp4_needs_compressed_tensors_0_10(launch, standin_python, ct_old_python, ct_new_python, kimi_dir):

@@ -21,8 +21,18 @@ def test_default_causes():
     assert faults.parse("crash@warmup").crash == {"warmup": "warmup_error"}
 
 
+def test_the_failure_families_causes():
+    """The causes of issue 25's families, where 0.5.23 meets them (tests/integration/test_failure_families.py)."""
+    for spec, crash in (("crash@warmup:detokenizer_exception", {"warmup": "detokenizer_exception"}),
+                        ("crash@warmup:tokenizer_exception", {"warmup": "tokenizer_exception"}),
+                        ("crash@warmup:watchdog_timeout", {"warmup": "watchdog_timeout"}),
+                        ("crash@weights:compressed_tensors_too_old", {"weights": "compressed_tensors_too_old"})):
+        assert faults.parse(spec).crash == crash
+
+
 @pytest.mark.parametrize("spec", ["crash@loading:oom", "crash@weights:port_in_use", "hang@init:oom", "explode",
-                                  "slow_warmup=soon", "retries=3"])
+                                  "slow_warmup=soon", "retries=3", "crash@init:watchdog_timeout",
+                                  "crash@kv_cache:detokenizer_exception", "crash@warmup:compressed_tensors_too_old"])
 def test_rejects_bad_specs(spec):
     with pytest.raises(faults.FaultError):
         faults.parse(spec)

@@ -16,10 +16,12 @@ PHASES = ("init", "weights", "kv_cache", "cuda_graph", "warmup")
 # Which causes make sense where; the texts live in signatures.py.
 CAUSES = {
     "init": ("scheduler_exception", "nccl", "port_in_use", "oom_killer"),
-    "weights": ("scheduler_exception", "oom", "oom_killer"),
+    "weights": ("scheduler_exception", "oom", "oom_killer", "compressed_tensors_too_old"),
     "kv_cache": ("scheduler_exception", "oom", "oom_killer"),
     "cuda_graph": ("scheduler_exception", "oom", "nccl", "oom_killer"),
-    "warmup": ("warmup_error",),
+    # the warmup's first output batch: the detokenizer process or the tokenizer manager raises on it, or its forward
+    # never returns and the scheduler's watchdog fires (README "Fault grammar")
+    "warmup": ("warmup_error", "detokenizer_exception", "tokenizer_exception", "watchdog_timeout"),
 }
 DEFAULT_CAUSE = {"warmup": "warmup_error"}
 

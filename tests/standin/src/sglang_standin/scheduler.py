@@ -171,12 +171,22 @@ class Scheduler(object):
         self.log.info("Load weight begin. avail mem=%.2f GB" % self.avail_gb)
         self.maybe_hang()
         fmt = model_dir.compressed_tensors_problem(self.model)
+        if not fmt and self.faults.crash_in("weights") == "compressed_tensors_too_old":
+            # the text an old compressed-tensors gives for this checkpoint, without changing the venv
+            fmt = self.model.quant_config.get("format") or "nvfp4-pack-quantized"
         if fmt:
             self.crash(signatures.compressed_tensors_format(fmt), cause="compressed_tensors")
         shards = self.model.shard_files()
         weight_gb = self.model.declared_bytes / float(1024 ** 3) / self.args["tp_size"]
         if weight_gb > self.total_gb * 0.98:
             self.crash(signatures.scheduler_crash("weights", "oom", self.gpu)[1], cause="oom")
+        # _prepare_weights (0.5.23 model_loader/loader.py:547-582, weight_utils.py:799-806), on every rank before
+        # the first shard is opened: shards the index names but the folder lacks, or no weights at all.
+        missing = [name for name in shards if not os.path.isfile(os.path.join(self.model.path, name))]
+        if missing and len(missing) == len(shards):
+            self.crash(signatures.no_weights(self.args["model_path"]), cause="missing_shard")
+        if missing and self.model.index:
+            self.crash(signatures.missing_shards(self.model.path, missing), cause="missing_shard")
         per_shard = self.durations["weights"] / max(1, len(shards))
         desc = "Loading safetensors checkpoint shards"
         if self.rank == 0:
@@ -184,8 +194,6 @@ class Scheduler(object):
         for done, name in enumerate(shards, 1):
             self.sleep(per_shard)
             path = os.path.join(self.model.path, name)
-            if not os.path.isfile(path):
-                self.crash(signatures.missing_shard(path), cause="missing_shard")
             problem = model_dir.check_shard(path)
             if problem:
                 self.crash(signatures.corrupt_shard(problem), cause="corrupt_shard")
@@ -326,6 +334,8 @@ class Scheduler(object):
                       "#queue-req: 0, #pending-token: 0, cuda graph: False, input throughput (token/s): %.2f"
                       % (msg["prompt_tokens"], 1000.0 * msg["prompt_tokens"]))
         if first:  # the first batch pays the JIT/warmup cost
+            if self.faults.crash_in("warmup") == "watchdog_timeout":
+                self.watchdog_fires(msg)
             if self.faults.hangs_in("warmup"):
                 logfmt.event("hang", phase="warmup", rank=self.rank)
                 while True:
@@ -350,6 +360,27 @@ class Scheduler(object):
             if limit is not None and self.counted_requests >= limit:
                 self.wait_delivered(msg["id"])
                 self.crash(signatures.scheduler_crash("serving", "scheduler_exception", self.gpu)[1])
+
+    def watchdog_fires(self, msg):
+        """crash@warmup:watchdog_timeout: the warmup's forward never returns (a collective that hangs). 0.5.23's
+        scheduler watchdog (managers/scheduler.py:1482-1486, active while a batch runs, invariant_checker.py:518-527)
+        checks every timeout/2 and fires once the forward counter has not moved for --watchdog-timeout (x pace);
+        utils/watchdog.py:150-164: its lines, a blank line on stderr and stdout, 5 s (x pace), SIGQUIT to the parent
+        (the main process: its running-phase handler kills the tree). The forward stays stuck meanwhile."""
+        timeout = self.args.get("watchdog_timeout") or 300
+        logfmt.event("hang", phase="warmup", rank=self.rank)
+        time.sleep(timeout * self.pace)
+        rid = "%032x" % (0x5f1a2b3c4d5e6f708192a3b4c5d6e7f0 + msg["id"])
+        input_ids = [163584 + (i * 7919) % 256 for i in range(max(1, msg["prompt_tokens"]))]
+        for line in signatures.watchdog_timeout_lines(os.getpid(), timeout, rid, input_ids):
+            self.log.error(line)
+        self.log.raw("")
+        self.log.raw("", fd=logfmt.STDOUT)
+        logfmt.event("crash", phase="warmup", cause="watchdog_timeout", rank=self.rank)
+        time.sleep(5 * self.pace)
+        os.kill(os.getppid(), signal.SIGQUIT)
+        while True:
+            time.sleep(3600)
 
     def wait_delivered(self, rid):
         """Block until the main process has sent the response of request `rid` (other requests queue meanwhile)."""

@@ -92,6 +92,8 @@ class SchedulerClient(object):
             msg = json.loads(line)
             self.last_receive = time.time()
             if msg.get("type") == "result":
+                if self.launcher.output_fault():
+                    return  # the output never reaches its request: the process tree is going down
                 with self.lock:
                     slot = self.pending.pop(msg["id"], None)
                 if slot:
@@ -197,6 +199,29 @@ class Launcher(object):
         requests keep coming in (nothing refuses them), the drain is the sigterm_watchdog below."""
         self.log.warning("SIGTERM received. signum=None frame=None. Draining requests and shutting down...")
         self.gracefully_exit = True
+
+    def output_fault(self):
+        """crash@warmup:detokenizer_exception|tokenizer_exception, on the first output batch (the warmup's): True when
+        it fails. The detokenizer is a process of its own in 0.5.23 (detokenizer_manager.py:545-570): a forked child
+        logs its exception and SIGQUITs this process, whose handler of the moment ends the tree. The tokenizer
+        manager is this process: print_exception_wrapper logs, then kill_process_tree(include_parent=True)
+        (tokenizer_manager.py:4034-4045): 9/KILL."""
+        cause = self.faults.crash_in("warmup")
+        if cause not in ("detokenizer_exception", "tokenizer_exception"):
+            return False
+        logfmt.event("crash", phase="warmup", cause=cause)
+        if cause == "tokenizer_exception":
+            self.log.error(signatures.tokenizer_exception())
+            kill_process_tree(self.log, self.children)
+            return True
+        parent = os.getpid()
+        if os.fork() == 0:  # the detokenizer process
+            try:
+                logfmt.Logger("").error(signatures.detokenizer_exception(163839))
+                os.kill(parent, signal.SIGQUIT)
+            finally:
+                os._exit(0)
+        return True
 
     def install_running_handlers(self):
         """auto_create_handle_loop (tokenizer_manager.py:2440-2462), first run by the warmup's first request. (Python
@@ -334,7 +359,7 @@ class Launcher(object):
         sched_args = {key: public.get(key) for key in (
             "cuda_graph_backend_decode", "cuda_graph_backend_prefill",
             "model_path", "tp_size", "disable_custom_all_reduce", "mem_fraction_static", "max_total_tokens",
-            "cuda_graph_bs_decode", "cuda_graph_max_bs_decode", "disable_cuda_graph",
+            "cuda_graph_bs_decode", "cuda_graph_max_bs_decode", "disable_cuda_graph", "watchdog_timeout",
             "context_length", "chunked_prefill_size", "max_running_requests", "max_prefill_tokens")}
         for index in range(self.local_ranks):
             status_r, status_w = os.pipe()
@@ -621,7 +646,7 @@ class Launcher(object):
         logfmt.event("phase", phase="warmup")  # the warmup generation (after the bind, as before)
         timeout = float(self.environ.get("SGLANG_WARMUP_TIMEOUT", "600"))
         try:
-            if self.faults.crash_in("warmup"):
+            if self.faults.crash_in("warmup") == "warmup_error":
                 raise OSError("injected")
             status, data = self.request_self("POST", "/generate", {
                 "text": "The capital city of France is",

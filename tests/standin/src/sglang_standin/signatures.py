@@ -160,9 +160,36 @@ def compressed_tensors_format(fmt):
     return "Scheduler hit an exception: " + traceback_text(frames, "ValueError: '%s' is not a valid CompressionFormat" % fmt)
 
 
-def missing_shard(path):
-    frames = SCHEDULER_ROOT + PHASE_FRAMES["weights_files"]
-    return "Scheduler hit an exception: " + traceback_text(frames, 'FileNotFoundError: No such file or directory: "%s"' % path)
+# DefaultModelLoader.load_model down to _prepare_weights (0.5.23 model_loader/loader.py:1020, :1063, models/kimi_k25.py:895,
+# :874, loader.py:766, :616, :568): the index is checked before the first shard is opened.
+PREPARE_FRAMES = [
+    sg("model_executor/model_runner.py", 486, "initialize", "self.load_model()"),
+    sg("model_executor/model_runner.py", 1034, "load_model", "self.model = self.loader.load_model("),
+    sg("model_loader/loader.py", 1020, "load_model", "self.load_weights_and_postprocess("),
+    sg("model_loader/loader.py", 1063, "load_weights_and_postprocess", "model.load_weights(weights)"),
+    sg("models/kimi_k25.py", 895, "load_weights", "self.language_model.load_weights(stream_language_weights())"),
+    sg("models/kimi_k25.py", 874, "stream_language_weights", "for name, loaded_weight in weights:"),
+    sg("model_loader/loader.py", 766, "_get_all_weights", "yield from self._get_weights_iterator(primary_weights)"),
+    sg("model_loader/loader.py", 616, "_get_weights_iterator",
+       "hf_folder, hf_weights_files, use_safetensors = self._prepare_weights("),
+    sg("model_loader/loader.py", 568, "_prepare_weights", "hf_weights_files = filter_duplicate_safetensors_files("),
+    sg("model_loader/weight_utils.py", 802, "filter_duplicate_safetensors_files", "raise RuntimeError("),
+]
+
+
+def missing_shards(folder, names, index_file="model.safetensors.index.json"):
+    """0.5.23 model_loader/weight_utils.py:799-806: shards the index names that are not on disk, raised on every rank
+    before the first shard is read (index_file: transformers' SAFE_WEIGHTS_INDEX_NAME, loader.py:497)."""
+    exc = ("RuntimeError: %s references %d shard file(s) missing from %s (incomplete download?): %r"
+           % (index_file, len(names), folder, sorted(names)))
+    return "Scheduler hit an exception: " + traceback_text(SCHEDULER_ROOT + PREPARE_FRAMES, exc)
+
+
+def no_weights(model_path):
+    """0.5.23 model_loader/loader.py:547-582: no *.safetensors (nor *.bin, *.pt) in the folder at all."""
+    frames = SCHEDULER_ROOT + PREPARE_FRAMES[:-2] + [sg("model_loader/loader.py", 580, "_prepare_weights", "raise RuntimeError(")]
+    return "Scheduler hit an exception: " + traceback_text(
+        frames, "RuntimeError: Cannot find any model weights with `%s`" % model_path)
 
 
 def corrupt_shard(reason):
@@ -302,3 +329,64 @@ def json_override_error(text, err):
         sg("configs/model_config.py", 108, "__init__", "json.loads(model_override_args)"),
         frame(os.path.join(STDLIB, "json/decoder.py"), 353, "raw_decode", "obj, end = self.scan_once(s, idx)")]
     return main_traceback(frames, "json.decoder.JSONDecodeError: %s" % err)
+
+
+# ---- the other managers: the detokenizer process, the tokenizer manager (main process) ---------------------------
+
+def detokenizer_exception(token_id):
+    """0.5.23 managers/detokenizer_manager.py:556-570 run_detokenizer_process: the exception of its event loop, logged
+    by the detokenizer process (main-process prefix: configure_logger(server_args) without a rank), then SIGQUIT to its
+    parent. Here: K2.6's tiktoken tokenizer asked to decode an id of the model's padded vocabulary it does not have
+    (the inner frames and the tokenizer's words are illustrative)."""
+    remote = os.path.expanduser("~/.cache/huggingface/modules/transformers_modules/Kimi_hyphen_K2_dot_6/tokenization_kimi.py")
+    frames = [
+        sg("managers/detokenizer_manager.py", 561, "run_detokenizer_process", "manager.event_loop()"),
+        sg("managers/detokenizer_manager.py", 189, "event_loop", "output = self._request_dispatcher(recv_obj)"),
+        frame(_site("sglang/utils.py"), 627, "__call__", "return fn(obj)"),
+        sg("managers/detokenizer_manager.py", 462, "handle_batch_token_id_out", "self._decode_batch_token_id_output(recv_obj)"),
+        sg("managers/detokenizer_manager.py", 345, "_decode_batch_token_id_output", "surr_texts = self._grouped_batch_decode("),
+        sg("managers/detokenizer_manager.py", 282, "_grouped_batch_decode", "decoded = self.tokenizer.batch_decode("),
+        frame(_site("transformers/tokenization_utils_base.py"), 3021, "batch_decode", "self.decode("),
+        frame(remote, 234, "decode", "return self.model.decode(token_ids)"),
+        frame(_site("tiktoken/core.py"), 284, "decode", 'return self._core_bpe.decode_bytes(tokens).decode("utf-8", errors=errors)'),
+    ]
+    return "DetokenizerManager hit an exception: " + traceback_text(
+        frames, "KeyError: 'Invalid token for decoding: %d'" % token_id)
+
+
+def tokenizer_exception():
+    """0.5.23 managers/tokenizer_manager.py:4034-4045 print_exception_wrapper around handle_loop (created by the first
+    request, :2440-2448), in the main process; then kill_process_tree(os.getpid(), include_parent=True). Here: an
+    output batch without its time stats under --enable-metrics (:2516-2518; illustrative)."""
+    frames = [
+        sg("managers/tokenizer_manager.py", 4040, "print_exception_wrapper", "await func()"),
+        sg("managers/tokenizer_manager.py", 2474, "handle_loop", "await self._handle_batch_output(recv_obj)"),
+        sg("managers/tokenizer_manager.py", 2518, "_handle_batch_output",
+           "meta_info.update(scheduler_time_stats.convert_to_output_meta_info())"),
+    ]
+    return "TokenizerManager hit an exception: " + traceback_text(
+        frames, "AttributeError: 'NoneType' object has no attribute 'convert_to_output_meta_info'")
+
+
+# ---- the scheduler's watchdog ---------------------------------------------------------------------------------------
+
+def pyspy_failed(pid):
+    """0.5.23 utils/cudacore_pyspy_dump_utils.py:70-92 pyspy_dump_schedulers() as the watchdog calls it (its own pid):
+    `py-spy` through /bin/sh, which does not find it on systemd's default PATH (the venv's bin is not on it)."""
+    lines = []
+    for native_flag in ("--native", ""):
+        cmd = ("py-spy dump %s --pid %d" % (native_flag, pid)).strip()
+        lines.append("Pyspy failed (%s). Error: /bin/sh: 1: py-spy: not found\n" % cmd)
+    lines.append("All pyspy dump attempts failed for PID %d." % pid)
+    return lines
+
+
+def watchdog_timeout_lines(pid, timeout, rid, input_ids):
+    """What 0.5.23 utils/watchdog.py:150-164 (WatchdogRaw._watchdog_once) logs when the scheduler's forward counter
+    did not move for --watchdog-timeout seconds while a batch runs (invariant_checker.py:494-527): the debug info
+    (:510-515), the py-spy attempts, the timeout line. Then (not soft) it sleeps 5 s and SIGQUITs its parent."""
+    info = ("Scheduler debug info:\nscheduler.cur_batch_for_debug.batch_size()=1\n"
+            "scheduler.cur_batch_for_debug.reqs=[Req(rid=%s, input_ids=%r, output_ids=[], self.grammar=None, "
+            "self.sampling_params=<sglang.srt.sampling.sampling_params.SamplingParams object at 0x7f3a2c1e5f90>)]"
+            % (rid, input_ids))
+    return [info] + pyspy_failed(pid) + ["Scheduler watchdog timeout (self.watchdog_timeout=%r, self.soft=False)" % timeout]

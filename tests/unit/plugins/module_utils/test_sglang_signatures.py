@@ -274,3 +274,22 @@ def test_every_capture_failure_is_cuda_graph_failed():
     assert found.name == 'cuda_oom'  # the memory error in it outranks the capture
     found, _match = sig.match_fatal('Exception: Capture frozen-KV MTP cuda graph failed: illegal memory access')
     assert found.name == 'cuda_graph_failed'
+
+
+# utils/watchdog.py:150-164 (0.5.23): a hard watchdog (the scheduler's, --watchdog-timeout) SIGQUITs its parent 5 s
+# after its line; a soft one (the tokenizer and detokenizer managers', --soft-watchdog-timeout) only logs: a warning.
+@pytest.mark.parametrize('line,name', [
+    ('[2026-05-30 15:07:42 TP0] Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)', 'watchdog_timeout'),
+    ('[2026-05-30 15:07:42 TP3] Scheduler watchdog timeout (self.watchdog_timeout=600.0, self.soft=False)', 'watchdog_timeout'),
+    ('[2026-05-30 15:07:42] TokenizerManager watchdog timeout (self.watchdog_timeout=60.0, self.soft=True)', None),
+    ('[2026-05-30 15:07:42] DetokenizerManager watchdog timeout (self.watchdog_timeout=60.0, self.soft=True)', None),
+    ('[2026-05-30 15:07:42 TP0] Scheduler watchdog timeout (self.watchdog_timeout=60.0, self.soft=True)', None),
+])
+def test_only_a_hard_watchdog_is_a_cause(line, name):
+    found, match = sig.match_fatal(line)
+    assert (found and found.name) == name, line
+    if name:
+        hint = sig.signature_hint(found, match)
+        assert '(Scheduler)' in hint and '--watchdog-timeout' in hint
+        # on a systemd unit the release's py-spy dump fails (not on PATH): the hint says so and how to get one
+        assert 'PATH' in hint and "venv's `py-spy dump` on the hung process" in hint

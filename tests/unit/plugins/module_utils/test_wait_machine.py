@@ -252,7 +252,7 @@ def test_ready_within_a_poll_of_the_server_answering():
     assert d.action == 'ready'
     assert 65.0 <= t <= 65.0 + 0.5 * (1 + JITTER) + 0.5
     res = R.result(m)
-    assert res['ready'] and res['reason'] is None and res['hint'] is None
+    assert res['ready'] and res['reason'] is None and res['hint'] is None and res['signature'] is None
     assert [p['name'] for p in res['phases']] == ['init', 'weights', 'kv_cache', 'cuda_graph', 'http_up', 'warmup', 'ready']
     assert [p['at'] for p in res['phases']][:4] == [2.0, 6.0, 40.0, 45.0]
     # the journal's "ready to roll" line or, if the probe saw it first, the probe marks readiness
@@ -291,7 +291,7 @@ def test_crash_during_load_ends_within_a_poll_with_cause():
     res = R.result(m)
     assert res['msg'] == ("sglang-k26.service failed during 'capturing CUDA graphs' after 3m20s: "
                           "fatal error: Python.h: No such file or directory")
-    assert 'python3-dev' in res['hint']
+    assert 'python3-dev' in res['hint'] and res['signature'] == 'python_headers'
     assert res['unit']['active_state'] == 'failed' and res['unit']['exec_main_status'] == 9
     assert "subprocess.CalledProcessError: Command '['/usr/bin/gcc']' returned non-zero exit status 1." in res['journal']
     assert res['journal'][-1] == 'sglang-k26.service: Main process exited, code=killed, status=9/KILL'

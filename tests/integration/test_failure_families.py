@@ -1,0 +1,161 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, llmops.sglang contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Every failure family a real K2.6 TP8 start meets first, through llmops.sglang.sglang_wait_ready on a fleet host
+(issue 25): out of GPU memory at the weights (torch) and for the KV cache (SGLang), the HTTP port taken on the
+listening path `sglang serve` uses, a dead detokenizer and a dead tokenizer manager, the scheduler's watchdog, a
+missing and a truncated shard, a quantization config the installed compressed-tensors does not know.
+
+Each case starts a TP8 unit of the stand-in that fails the way 0.5.23 does (its texts are held to the release's
+format strings by tests/conformance/test_standin.py) and asserts what the waiter makes of it: the signature that
+names the cause, its hint, a verdict well before the timeout (also where SGLang lives on after the fatal line), and
+that the journal line the signature matched is what the release prints (the row's cited format string, rendered from
+the release's source by tests/conformance/citations.py).
+
+Reuses test_wait_ready's host (gpu-02, with Python headers: the CUDA graph phase needs them), unit fixture and play;
+units wr-fam-*, ports 31100-31199, checkpoints /models/wr-fam-* (removed at the end).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import re
+import sys
+import time
+from collections import namedtuple
+
+import pytest
+
+from server_helpers import make_model
+# test_wait_ready's fixtures (pytest takes fixtures from the test module's namespace) and helpers
+from test_wait_ready import events, gpu02, host_changes, make_unit, wait  # noqa: F401  pylint: disable=unused-import
+
+from ansible_collections.llmops.sglang.plugins.module_utils import sglang_signatures as table
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'conformance'))
+from citations import source_pattern  # noqa: E402  pylint: disable=wrong-import-position,import-error
+
+TIMEOUT = 300           # the wait's deadline; every verdict must come long before it
+EARLY = 60              # "early": at pace 0.01 a start takes ~4 s, the slowest family here (the watchdog) ~12 s
+CHECKPOINTS = '/models/wr-fam-'
+PREFIX = r'^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d%s\] '
+
+# id, fault, checkpoint damage, entry, signature, (cited origin, line) of the row's source the line must be,
+# words its hint must hold, the last phase, the line of the process that logs it (regex on the journal), the
+# stand-in's crash event cause.
+Family = namedtuple('Family', 'id fault damage entry signature cited hint_words phase process cause')
+FAMILIES = [
+    Family('cuda-oom-at-weights', 'crash@weights:oom', None, None, 'cuda_oom',
+           ('torch (c10/cuda/CUDACachingAllocator.cpp)', None), ('--mem-fraction-static',), 'weights',
+           PREFIX % r' TP\d' + r'Scheduler hit an exception: Traceback', 'oom'),
+    Family('kv-cache-not-enough-memory', 'crash@kv_cache:oom', None, None, 'not_enough_memory',
+           ('model_executor/pool_configurator.py', 96), ('--mem-fraction-static', '--context-length'), 'kv_cache',
+           PREFIX % r' TP\d' + r'Scheduler hit an exception: Traceback', 'oom'),
+    Family('http-port-taken-sglang-serve', None, None, 'sglang serve', 'http_port_in_use',
+           ('asyncio (CPython 3.11) / uvloop create_server', None), ('port {port}', 'held by pid'), 'http_up',
+           PREFIX % '' + r'ERROR: +\[Errno 98\] error while attempting to bind on address', 'http_bind'),
+    Family('detokenizer-hit-an-exception', 'crash@warmup:detokenizer_exception', None, None, 'subprocess_exception',
+           ('managers/detokenizer_manager.py', 566), ('DetokenizerManager', 'traceback'), 'warmup',
+           PREFIX % '' + r'DetokenizerManager hit an exception: Traceback', 'detokenizer_exception'),
+    Family('tokenizer-manager-hit-an-exception', 'crash@warmup:tokenizer_exception', None, None, 'subprocess_exception',
+           ('managers/tokenizer_manager.py', 4043), ('TokenizerManager', 'traceback'), 'warmup',
+           PREFIX % '' + r'TokenizerManager hit an exception: Traceback', 'tokenizer_exception'),
+    Family('scheduler-watchdog-timeout', 'crash@warmup:watchdog_timeout', None, None, 'watchdog_timeout',
+           ('utils/watchdog.py', 154), ('(Scheduler)', '--watchdog-timeout', 'NCCL'), 'warmup',
+           PREFIX % ' TP0' + r'Scheduler watchdog timeout \(self\.watchdog_timeout=300, self\.soft=False\)$',
+           'watchdog_timeout'),
+    Family('shard-missing', None, 'rm', None, 'checkpoint_incomplete',
+           ('model_loader/weight_utils.py', 802), ('shard is missing or cut short', 'model.safetensors.index.json'),
+           'weights', PREFIX % r' TP\d' + r'Scheduler hit an exception: Traceback', 'missing_shard'),
+    Family('shard-truncated', None, 'truncate', None, 'checkpoint_incomplete',
+           ('safetensors==0.8.0', None), ('shard is missing or cut short',), 'weights',
+           PREFIX % r' TP\d' + r'Scheduler hit an exception: Traceback', 'corrupt_shard'),
+    Family('compressed-tensors-too-old-for-nvfp4', 'crash@weights:compressed_tensors_too_old', None, None,
+           'compressed_tensors_too_old', ('enum (CPython 3.11)', None), ('compressed-tensors==', '0.10.0'), 'weights',
+           PREFIX % r' TP\d' + r'Scheduler hit an exception: Traceback', 'compressed_tensors'),
+]
+DAMAGE = {  # what an interrupted copy leaves: the index names a shard that is not there / a shard cut short
+    'rm': 'rm {0}/model-00003-of-00004.safetensors',
+    'truncate': 'truncate -s -100 {0}/model-00002-of-00004.safetensors',
+}
+
+
+@pytest.fixture(scope='module')
+def checkpoints(fleet):
+    """The damaged checkpoints made on gpu-02 (path by damage), removed at the end."""
+    made = {}
+    yield made
+    for path in made.values():
+        fleet.run(fleet.hosts[1], ['rm', '-rf', path])
+
+
+def cited_pattern(sig, cited):
+    origin, line = cited
+    sources = [s for s in sig.sources if s.origin.startswith(origin) and (line is None or s.line == line)]
+    assert len(sources) == 1, 'the table row %s cites %r once: %r' % (sig.name, cited, sig.sources)
+    return source_pattern(sources[0])
+
+
+@pytest.mark.parametrize('family', FAMILIES, ids=[f.id for f in FAMILIES])
+def test_the_waiter_names_the_family(fleet, gpu02, make_unit, checkpoints, family):  # pylint: disable=redefined-outer-name
+    port = 31100 + FAMILIES.index(family)
+    name = 'wr-fam-%d' % FAMILIES.index(family)
+    options = {}
+    if family.damage:
+        model = checkpoints.setdefault(family.damage, CHECKPOINTS + family.damage)
+        make_model(fleet, gpu02, model)
+        fleet.run(gpu02, DAMAGE[family.damage].format(model), check=True)
+        options['model'] = model
+    holder_unit = None
+    if family.signature == 'http_port_in_use':
+        holder_unit = 'wr-fam-holder-%d.service' % os.getpid()
+        fleet.run(gpu02, 'systemd-run --unit %s python3 -m http.server %d --bind 127.0.0.1' % (holder_unit, port), check=True)
+    try:
+        if holder_unit:
+            fleet.run(gpu02, 'for i in $(seq 50); do ss -ltn | grep -q "127.0.0.1:%d " && exit 0; sleep 0.2; done; exit 1'
+                      % port, check=True)
+        # pace 0.1 for the busy port: SGLang gives up ~120 x 1 s (x pace) after the bind error, a window the verdict
+        # must not need; 0.01 elsewhere (a start in ~4 s, the watchdog's 300 s in 3 s)
+        unit = make_unit(gpu02, name, port, fault=family.fault, pace='0.1' if holder_unit else '0.01',
+                         entry=family.entry, **options)
+        started = time.monotonic()
+        outcome = wait(fleet, gpu02, unit, port, timeout=TIMEOUT, stall_timeout=60)
+        took = time.monotonic() - started
+    finally:
+        if holder_unit:
+            fleet.run(gpu02, 'systemctl stop %s; systemctl reset-failed %s' % (holder_unit, holder_unit))
+
+    assert outcome.get('failed') is True and outcome['ready'] is False, outcome
+    assert outcome['reason'] == 'unit_failed', outcome
+    assert outcome['signature'] == family.signature, outcome
+    # early: well before the deadline, measured by the module and around the whole play
+    assert outcome['elapsed'] < EARLY and took < EARLY + 30, (took, outcome)
+    assert outcome.phase_names() and outcome.phase_names()[-1] == family.phase, outcome
+
+    # the line the signature matched, in the journal as the waiter read it, is the release's text
+    sig = table.FATAL_SIGNATURES[table.signature_priority(family.signature)]
+    matched = [(line, m) for line, (s, m) in ((line, table.match_fatal(line)) for line in outcome['journal'])
+               if s is not None and s.name == family.signature]
+    assert matched, outcome
+    pattern = cited_pattern(sig, family.cited)
+    released = [line for line, _m in matched if pattern.search(table.strip_prefix(line)[1])]
+    assert released, 'no line matched by %s is %s:%s (%s):\n%s' % (
+        family.signature, family.cited[0], family.cited[1], pattern.pattern, '\n'.join(line for line, _m in matched))
+    # ... logged by the process 0.5.23 logs it from, with its prefix
+    assert any(re.search(family.process, line) for line in outcome['journal']), outcome
+
+    # the hint: the signature's own (filled from that line), actionable
+    if family.signature == 'http_port_in_use':
+        # the waiter found the process that holds the port: its hint names it (better than the row's general one)
+        assert outcome['unit']['active_state'] == 'active', 'the verdict came after SGLang gave up: %s' % outcome
+    else:
+        assert outcome['hint'] in [table.signature_hint(sig, m) for _line, m in matched], outcome
+        assert outcome['unit']['active_state'] == 'failed', outcome
+    for words in family.hint_words:
+        assert words.format(port=port) in outcome['hint'], (words, outcome)
+
+    # the failure was provoked for real: the stand-in says so in its event log
+    crashes = [e for e in events(fleet, gpu02, name) if e['event'] == 'crash']
+    assert family.cause in [e.get('cause') for e in crashes], crashes
