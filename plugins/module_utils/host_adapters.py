@@ -3,19 +3,25 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The reads sglang_info and sglang_observe share: a file's text, a process's start time, a venv's facts (its Python
 runs host_facts.VENV_PROBE), a unit's facts from `systemctl show`, and a last-known-good directory compared with
-the live files. What they return is parsed by the pure units (host_facts, systemd_props, rollout_state)."""
+the live files; and sglang_info's own (a unit's restarts and argv, mtimes, a checkpoint directory, listening ports,
+GPUs). What they return is parsed by the pure units (host_facts, systemd_props, rollout_state, nvidia_smi)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import glob
 import hashlib
 import json
 import os
 
 from ansible_collections.llmops.sglang.plugins.module_utils.file_adapters import tree_records
-from ansible_collections.llmops.sglang.plugins.module_utils.host_facts import VENV_PROBE, parse_venv_probe
+from ansible_collections.llmops.sglang.plugins.module_utils.host_facts import (
+    VENV_PROBE, checkpoint_status, listening_ports, parse_cmdline, parse_venv_probe, redact_argv,
+)
+from ansible_collections.llmops.sglang.plugins.module_utils.nvidia_smi import parse_query_gpu, query_cmd
 from ansible_collections.llmops.sglang.plugins.module_utils.rollout_state import boot_time_of, process_started_at
+from ansible_collections.llmops.sglang.plugins.module_utils.systemd_props import parse_show
 from ansible_collections.llmops.sglang.plugins.module_utils.trust import record_of, tree_problems, tree_refusal
 
 # What both modules read of a unit (sglang_info adds its own on top).
@@ -110,3 +116,75 @@ def last_good_facts(directory, files):
     except ValueError:
         pass
     return facts
+
+
+# sglang_info's own reads (its module is wiring only).
+INFO_PROPERTIES = SERVICE_PROPERTIES + ('NRestarts', 'FragmentPath')
+LISTEN_TABLES = ('/proc/net/tcp', '/proc/net/tcp6')
+
+
+def service_info(run_command, systemctl, unit):
+    """A unit's facts for sglang_info: unit_facts plus restarts, main PID, unit file and the main process's argv
+    (secrets redacted); {'exists': False, 'error': ...} when systemctl cannot show it."""
+    rc, out, err = run_command([systemctl, 'show', '-p', ','.join(INFO_PROPERTIES), unit])
+    if rc != 0:
+        return {'exists': False, 'error': (err or out).strip()}
+    props = parse_show(out)
+    facts = unit_facts(props)
+    facts.update(restarts=int(props.get('NRestarts') or 0), main_pid=int(props.get('MainPID') or 0),
+                 fragment_path=props.get('FragmentPath') or '', argv=[])
+    if facts['main_pid']:
+        try:
+            with open('/proc/%d/cmdline' % facts['main_pid'], 'rb') as handle:
+                facts['argv'] = redact_argv(parse_cmdline(handle.read()))
+        except (IOError, OSError):
+            pass  # the process ended between the two reads
+    return facts
+
+
+def mtime_facts(patterns):
+    """{path: mtime or None} for each path, a glob pattern by each path it matches (None for one that matches none)."""
+    result = {}
+    for pattern in patterns:
+        matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+        if not matches:
+            result[pattern] = None
+        for path in matches:
+            try:
+                result[path] = os.stat(path).st_mtime
+            except OSError:
+                result[path] = None
+    return result
+
+
+def model_facts(path):
+    """Whether a checkpoint directory is complete (host_facts.checkpoint_status judges what is read here)."""
+    facts = {'path': path, 'exists': os.path.isdir(path)}
+    if not facts['exists']:
+        facts.update(complete=False, problem='%s is not a directory' % path)
+        return facts
+    index_path = os.path.join(path, 'model.safetensors.index.json')
+    index_text = None
+    if os.path.exists(index_path):
+        with open(index_path) as handle:
+            index_text = handle.read()
+    facts.update(checkpoint_status(os.path.exists(os.path.join(path, 'config.json')), index_text, os.listdir(path)))
+    return facts
+
+
+def port_facts(ports, tables=LISTEN_TABLES):
+    """{'PORT': whether something listens on it} from the kernel's TCP tables."""
+    listening = set()
+    for name in tables:
+        if os.path.exists(name):
+            with open(name) as handle:
+                listening |= listening_ports(handle.read())
+    return dict((str(port), port in listening) for port in ports)
+
+
+def gpu_facts(run_command, nvidia_smi, timeout_bin):
+    """nvidia-smi's GPUs (bounded by timeout, nvidia_smi.query_cmd); [] without nvidia-smi or when it fails."""
+    if not nvidia_smi:
+        return []
+    rc, out, _err = run_command(query_cmd(nvidia_smi, timeout_bin))
+    return parse_query_gpu(out) if rc == 0 else []

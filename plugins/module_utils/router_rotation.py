@@ -17,6 +17,8 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.llmops.sglang.plugins.module_utils.fleet_defaults import DEFAULT_INSTANCES
+
 IN_FLIGHT_GAUGES = ("sglang:num_running_reqs", "sglang:num_queue_reqs")
 _SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
 
@@ -166,9 +168,6 @@ def rotation_column(url, in_rotation):
         rotation = set(normalize_url(u) for u in in_rotation[router])
         cells.append("%s: %s" % (router, "in" if url in rotation else "OUT"))
     return ", ".join(cells)
-
-
-DEFAULT_INSTANCES = [{"name": "sglang-k26", "port": 30000}]  # deploy_k26.yml's default k26_instances
 
 
 def fleet_workers(hosts, hostvars, groups=None):

@@ -151,91 +151,12 @@ gpus:
   sample: [{index: 0, name: NVIDIA H200, memory_used_mib: 19601, memory_total_mib: 143771}]
 """
 
-import glob
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.llmops.sglang.plugins.module_utils.host_adapters import (
-    SERVICE_PROPERTIES, last_good_facts, unit_facts, venv_facts,
+    gpu_facts, last_good_facts, model_facts, mtime_facts, port_facts, service_info, venv_facts,
 )
-from ansible_collections.llmops.sglang.plugins.module_utils.host_facts import (
-    DEFAULT_PACKAGES,
-    checkpoint_status,
-    listening_ports,
-    parse_cmdline,
-    redact_argv,
-)
-from ansible_collections.llmops.sglang.plugins.module_utils.nvidia_smi import parse_query_gpu, query_cmd
-from ansible_collections.llmops.sglang.plugins.module_utils.systemd_props import parse_show
-
-INFO_PROPERTIES = SERVICE_PROPERTIES + ('NRestarts', 'FragmentPath')
-
-
-def service_facts(module, systemctl, unit):
-    rc, out, err = module.run_command([systemctl, 'show', '-p', ','.join(INFO_PROPERTIES), unit])
-    if rc != 0:
-        return {'exists': False, 'error': (err or out).strip()}
-    props = parse_show(out)
-    facts = unit_facts(props)
-    facts.update(restarts=int(props.get('NRestarts') or 0), main_pid=int(props.get('MainPID') or 0),
-                 fragment_path=props.get('FragmentPath') or '', argv=[])
-    if facts['main_pid']:
-        try:
-            with open('/proc/%d/cmdline' % facts['main_pid'], 'rb') as handle:
-                facts['argv'] = redact_argv(parse_cmdline(handle.read()))
-        except (IOError, OSError):
-            pass  # the process ended between the two reads
-    return facts
-
-
-def mtime_facts(paths):
-    result = {}
-    for pattern in paths:
-        matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
-        if not matches:
-            result[pattern] = None
-        for path in matches:
-            result[path] = _mtime(path)
-    return result
-
-
-def _mtime(path):
-    try:
-        return os.stat(path).st_mtime
-    except OSError:
-        return None
-
-
-def model_facts(path):
-    facts = {'path': path, 'exists': os.path.isdir(path)}
-    if not facts['exists']:
-        facts.update(complete=False, problem='%s is not a directory' % path)
-        return facts
-    index_path = os.path.join(path, 'model.safetensors.index.json')
-    index_text = None
-    if os.path.exists(index_path):
-        with open(index_path) as handle:
-            index_text = handle.read()
-    facts.update(checkpoint_status(os.path.exists(os.path.join(path, 'config.json')), index_text, os.listdir(path)))
-    return facts
-
-
-def port_facts(ports):
-    listening = set()
-    for name in ('/proc/net/tcp', '/proc/net/tcp6'):
-        if os.path.exists(name):
-            with open(name) as handle:
-                listening |= listening_ports(handle.read())
-    return dict((str(port), port in listening) for port in ports)
-
-
-def gpu_facts(module):
-    nvidia_smi = module.get_bin_path('nvidia-smi')
-    if not nvidia_smi:
-        return []
-    rc, out, _err = module.run_command(query_cmd(nvidia_smi, module.get_bin_path('timeout')))
-    return parse_query_gpu(out) if rc == 0 else []
+from ansible_collections.llmops.sglang.plugins.module_utils.host_facts import DEFAULT_PACKAGES
 
 
 def main():
@@ -258,13 +179,12 @@ def main():
         result['venv'] = venv_facts(module.run_command, params['venv'], params['packages'])
     if params['services']:
         systemctl = module.get_bin_path('systemctl', required=True)
-        for unit in params['services']:
-            result['services'][unit] = service_facts(module, systemctl, unit)
+        result['services'] = dict((unit, service_info(module.run_command, systemctl, unit)) for unit in params['services'])
     if params['model_path']:
         result['model'] = model_facts(params['model_path'])
     result['ports'] = port_facts(params['ports'])
     if params['gpus']:
-        result['gpus'] = gpu_facts(module)
+        result['gpus'] = gpu_facts(module.run_command, module.get_bin_path('nvidia-smi'), module.get_bin_path('timeout'))
     if params['last_good']:
         result['last_good'] = last_good_facts(params['last_good'].get('dir') or '', params['last_good'].get('files') or {})
     result['mtimes'] = mtime_facts(params['mtimes'])

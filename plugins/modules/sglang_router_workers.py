@@ -161,102 +161,12 @@ desired_changed:
   type: bool
 """
 
-import json
-import time
-import uuid
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.six.moves.urllib.parse import quote
 from ansible.module_utils.urls import open_url
 
-from ansible_collections.llmops.sglang.plugins.module_utils.file_adapters import UnsafePath
-from ansible_collections.llmops.sglang.plugins.module_utils.router_desired import after as desired_after
-from ansible_collections.llmops.sglang.plugins.module_utils.router_desired_adapters import load as load_desired
-from ansible_collections.llmops.sglang.plugins.module_utils.router_desired_adapters import store as store_desired
-from ansible_collections.llmops.sglang.plugins.module_utils.router_rotation import listed, normalize_url, plan
-
-REQUESTS_COUNTER = "sglang:num_requests_total"
-
-
-class RouterError(Exception):
-    pass
-
-
-class Router(object):
-    def __init__(self, url, api_key, timeout):
-        self.url = url.rstrip("/")
-        self.api_key = api_key
-        self.timeout = timeout
-
-    def call(self, method, path, body=None):
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = "Bearer " + self.api_key
-        data = json.dumps(body) if body is not None else None
-        try:
-            response = open_url(self.url + path, method=method, data=data, headers=headers, timeout=self.timeout,
-                                validate_certs=True)
-            raw = response.read()
-        except Exception as err:  # HTTPError, URLError, socket errors: all say what went wrong
-            detail = ""
-            if hasattr(err, "read"):
-                try:
-                    detail = err.read().decode("utf-8", "replace")[:300]
-                except Exception:
-                    detail = ""
-            raise RouterError("%s %s%s: %s %s" % (method, self.url, path, err, detail))
-        try:
-            return json.loads(raw.decode("utf-8") or "null")
-        except ValueError:
-            raise RouterError("%s %s%s: not JSON: %r" % (method, self.url, path, raw[:200]))
-
-    def workers(self):
-        return listed(self.call("GET", "/workers"))
-
-
-def requests_served(worker, timeout):
-    """The worker's sglang:num_requests_total summed over its samples, or None without metrics."""
-    try:
-        text = open_url(worker + "/metrics", timeout=timeout).read().decode("utf-8", "replace")
-    except Exception:
-        return None
-    total, seen = 0.0, False
-    for line in text.splitlines():
-        if line.startswith(REQUESTS_COUNTER + "{") or line.startswith(REQUESTS_COUNTER + " "):
-            try:
-                total += float(line.rsplit(" ", 1)[1])
-                seen = True
-            except ValueError:
-                pass
-    return total if seen else None
-
-
-def verify_routes(router, workers, listing, count, timeout):
-    """{url: 'routed'|'listed'} or raises RouterError naming the worker the router did not route to."""
-    out = {}
-    for url in workers:
-        record = listing.get(url) or {}
-        before = requests_served(url, timeout)
-        if before is None:
-            if not record.get("is_healthy"):
-                raise RouterError("the router lists %s but not as healthy" % url)
-            out[url] = "listed"
-            continue
-        model = record.get("model_id") or "default"
-        out[url] = "listed"
-        for attempt in range(max(1, count)):
-            # A prefix of its own each time: cache_aware sends a prompt that matches no worker's prefix tree to the
-            # worker with the smallest tree, which a worker just admitted has.
-            router.call("POST", "/v1/completions", {"model": model, "prompt": "%s-%d llmops route check %s"
-                                                    % (uuid.uuid4().hex, attempt, url), "max_tokens": 1})
-            now = requests_served(url, timeout)
-            if now is not None and now > before:
-                out[url] = "routed"
-                break
-        if out[url] == "listed" and not record.get("is_healthy"):
-            raise RouterError("the router lists %s but not as healthy, and %d requests through %s went to other "
-                              "workers" % (url, count, router.url))
-    return out
+from ansible_collections.llmops.sglang.plugins.module_utils import router_workers
+from ansible_collections.llmops.sglang.plugins.module_utils.router_workers_adapters import DesiredFile, Router
+from ansible_collections.llmops.sglang.plugins.module_utils.wait_adapters import SystemClock
 
 
 def main():
@@ -277,73 +187,15 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    router = Router(params["url"], params["api_key"], params["timeout"])
-    wanted = [normalize_url(url) for url in params["workers"]]
+    router = Router(params["url"], params["api_key"], params["timeout"], open_url)
     try:
-        before = router.workers()
-        todo = {"add": [], "remove": []}
-        if params["state"] != "listed":
-            todo = plan(before, wanted, params["state"], params["prune"])
-        changed = bool(todo["add"] or todo["remove"])
-        saved = desired = None
-        if params["desired_file"]:
-            saved = load_desired(params["desired_file"])
-            desired = desired_after(saved, list(before), wanted, params["state"], params["prune"])
-            # Before the router is told: a router restarting between the two never gets back a worker removed here.
-            if desired != saved and params["state"] != "listed":
-                changed = True
-                if not module.check_mode:
-                    store_desired(params["desired_file"], desired)
-        if (todo["add"] or todo["remove"]) and not module.check_mode:
-            for url, worker_id in todo["remove"]:
-                router.call("DELETE", "/workers/" + quote(str(worker_id), safe=""))
-            for url in todo["add"]:
-                body = {"url": url}
-                if params["worker_api_key"]:
-                    body["api_key"] = params["worker_api_key"]
-                router.call("POST", "/workers", body)
-        after = before
-        if not module.check_mode:
-            deadline = time.time() + max(0, params["wait"])
-            while True:
-                after = router.workers()
-                missing = [url for url in todo["add"] if url not in after]
-                stay = [url for url, _id in todo["remove"] if url in after]
-                if not (missing or stay) or time.time() >= deadline:
-                    break
-                time.sleep(1)
-            if params["wait"] > 0 and (missing or stay):
-                module.fail_json(
-                    msg="after %ds the router %s %s" % (params["wait"], params["url"], "; ".join(
-                        (["does not list %s (its health check has not passed)" % ", ".join(missing)] if missing else [])
-                        + (["still lists %s" % ", ".join(stay)] if stay else []))),
-                    workers=list(after.values()), urls=sorted(after), added=todo["add"],
-                    removed=[url for url, _id in todo["remove"]])
-        verified = None
-        if params["verify"] and params["state"] == "present" and not module.check_mode:
-            # Only what this call added: a worker listed already is in rotation (the router health-checks it).
-            verified = verify_routes(router, todo["add"], after, params["verify_requests"], params["timeout"])
-    except RouterError as err:
+        # The deciding is router_workers.run's (docs/router.md); the adapters do the I/O and name what failed.
+        result = router_workers.run(params, router, DesiredFile(params["desired_file"]), SystemClock(),
+                                    check_mode=module.check_mode, want_diff=module._diff)
+    except (router_workers.RouterError, router_workers.DesiredFileError) as err:
         module.fail_json(msg=str(err))
-    except (UnsafePath, ValueError) as err:
-        module.fail_json(msg="desired_file: %s" % err)
-    except OSError as err:
-        module.fail_json(msg="desired_file %s: %s" % (params["desired_file"], err))
-    result = dict(changed=changed, workers=list(after.values()), urls=sorted(after), added=todo["add"],
-                  removed=[url for url, _id in todo["remove"]])
-    if verified is not None:
-        result["verified"] = verified
-    if desired is not None:
-        result["desired"] = desired
-        result["desired_changed"] = desired != saved and params["state"] != "listed"
-    if module._diff:
-        projected = sorted((set(before) - set(url for url, _id in todo["remove"])) | set(todo["add"]))
-        result["diff"] = [{"before_header": "%s workers" % params["url"], "after_header": "%s workers" % params["url"],
-                           "before": "\n".join(sorted(before)) + "\n", "after": "\n".join(projected) + "\n"}]
-        if desired is not None:
-            result["diff"].append({"before_header": params["desired_file"], "after_header": params["desired_file"],
-                                   "before": "".join(url + "\n" for url in (saved or [])),
-                                   "after": "".join(url + "\n" for url in desired)})
+    if "msg" in result:
+        module.fail_json(**result)
     module.exit_json(**result)
 
 

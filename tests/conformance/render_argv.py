@@ -1,7 +1,7 @@
 """Render every argv the role would run for an inventory, with the role's and the deploy playbook's own code.
 
 `render(inventory, hosts=None)` writes a playbook next to render/render.yml whose play is deploy_k26.yml's (its hosts
-expression and vars) and whose one task is deploy_k26.yml's include_role task (its vars, loop and loop_control taken verbatim
+expression, vars files and vars) and whose one task is deploy_k26.yml's include_role task (its vars, loop and loop_control taken verbatim
 from the playbook file), but including render/render.yml: the role's validate.yml renders __sglang_argv, vars/main.yml
 __sglang_command, and each (host, instance) lands in a JSON file. ansible-playbook runs it with connection local, so
 no host is contacted and nothing but those files is written.
@@ -51,8 +51,10 @@ def render_playbook():
         'loop': task['loop'],
         'loop_control': task['loop_control'],
     }
+    # Its vars files too (vars/fleet.yml: the run's hosts, each host's instances), by their path in playbooks/.
+    vars_files = [os.path.join(os.path.dirname(DEPLOY), path) for path in play.get('vars_files') or []]
     return [{'name': 'Render the role argv for every host', 'hosts': play['hosts'], 'gather_facts': False,
-             'connection': 'local', 'vars': play.get('vars') or {}, 'tasks': [render]}]
+             'connection': 'local', 'vars_files': vars_files, 'vars': play.get('vars') or {}, 'tasks': [render]}]
 
 
 def render(inventories, extra_vars=None):
