@@ -1111,8 +1111,8 @@ class Handler(BaseHTTPRequestHandler):
         final = chunk(len(ids) + 1, "", "stop", generation.EOS) if finish == "stop" else None
 
         def usage_event():
-            usage = {key: value for key, value in self.usage_info(prompt_tokens, response["usage"]["completion_tokens"], 0,
-                                                                   self.cached_details()).items() if value is not None}
+            whole = self.usage_info(prompt_tokens, response["usage"]["completion_tokens"], 0, self.cached_details())
+            usage = {key: value for key, value in whole.items() if value is not None}
             return "data: %s\n\n" % json.dumps(dict(head, choices=[], usage=usage), separators=(",", ":"))
 
         self.stream_events(ids, None, token_event, final, usage_event if include_usage else None, record)
