@@ -9,6 +9,7 @@ typing_extensions, pydantic) come from tests/requirements.txt. Nothing else of S
 are only ever asked for at import time (decorators, base classes, constants), never to compute.
 
 API, for the conformance tests and the stand-in's flag-table generator:
+  openai_protocol() (protocol, usage_processor) modules of the release: its OpenAI response models and usage
   real_parser()    the argparse parser exactly as server_args.py:679-680 builds it (prog "sglang serve")
   parse(argv)      -> Parsed(ok, error, exit_code, namespace): argparse's stderr and SystemExit captured
   flag_table()     JSON-able description of every action of the real parser, in parser order
@@ -45,7 +46,10 @@ PINS_FILE = os.path.join(ROOT, 'plugins', 'module_utils', 'pins.py')
 
 # Imported at module level by sglang.srt.server_args and what it imports, and not worth installing: each becomes an
 # inert module (found by importing server_args with nothing stubbed and adding each ModuleNotFoundError's package).
-STUBBED = ('torch', 'triton', 'numpy', 'psutil', 'orjson', 'pybase64', 'PIL', 'starlette', 'zmq')
+STUBBED = ('torch', 'triton', 'numpy', 'psutil', 'orjson', 'pybase64', 'PIL', 'starlette', 'zmq',
+           # and by entrypoints/openai/protocol.py (openai_protocol()): the OpenAI SDK's Responses types (annotations
+           # and bases of the Responses API models only) and sglang/utils.py's notebook helpers
+           'openai', 'IPython', 'tqdm')
 # Attributes that must be absent from a stand-in: sglang probes them with hasattr() to detect other accelerators
 # (utils/common.py:188-197 raises "torch_npu detected, but NPU device is not available" if torch.npu exists).
 ABSENT = {'torch': frozenset(('npu', 'musa', 'hpu', 'mlu'))}
@@ -250,7 +254,14 @@ class _Inert(abc.ABCMeta):
 
 
 class _Stand(metaclass=_Inert):
-    pass
+    def __init_subclass__(cls, **kwargs):  # `class X(TypedDictStandIn, total=False)` (protocol.py:1901)
+        super().__init_subclass__()
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source, handler):
+        # a stand-in type as a pydantic field (protocol.py's Responses API models): anything validates
+        from pydantic_core import core_schema  # pylint: disable=import-outside-toplevel
+        return core_schema.any_schema()
 
 
 class _StandModule(types.ModuleType):
@@ -293,6 +304,16 @@ def server_args():
     sys.modules['sglang'] = package
     import sglang.srt.server_args as module  # pylint: disable=import-outside-toplevel
     return module
+
+
+@functools.lru_cache(maxsize=None)
+def openai_protocol():
+    """The release's entrypoints/openai/protocol.py and usage_processor.py (its pydantic response models and
+    UsageProcessor), imported as server_args() imports its module: (protocol, usage_processor)."""
+    server_args()
+    import sglang.srt.entrypoints.openai.protocol as protocol  # pylint: disable=import-outside-toplevel
+    import sglang.srt.entrypoints.openai.usage_processor as usage  # pylint: disable=import-outside-toplevel
+    return protocol, usage
 
 
 def real_parser():

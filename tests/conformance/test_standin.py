@@ -360,3 +360,206 @@ def test_a_streamed_chat_is_the_releases_chunks(release):
     first, last = json.loads(chunks[0][6:]), json.loads(chunks[-1][6:])
     assert first['choices'][0]['delta'] == {'reasoning_content': None, 'role': 'assistant', 'content': ''}
     assert last['choices'][0]['finish_reason'] == 'length'
+
+
+# ---- usage chunks and the completion stream: rebuilt by the release's own models --------------------------------------
+
+def _post_stream(port, path, body):
+    """The events of one streamed request (its body split at blank lines), `data: [DONE]` checked and cut off."""
+    import urllib.request  # pylint: disable=import-outside-toplevel
+    request = urllib.request.Request('http://127.0.0.1:%d%s' % (port, path), data=json.dumps(body).encode(),
+                                     headers={'Content-Type': 'application/json'})
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        assert answer.headers.get('Content-Type').startswith('text/event-stream')
+        events = answer.read().decode('utf-8').split('\n\n')
+    assert events[-2:] == ['data: [DONE]', ''], events[-3:]
+    return [event + '\n\n' for event in events[:-2]]
+
+
+def _streams(args, bodies):
+    """Run one stand-in with `args`; each (path, body) of `bodies` streamed through it, in order."""
+    answers = []
+
+    def then(proc, port, model):
+        try:
+            for path, body in bodies:
+                answers.append(_post_stream(port, path, dict(body, model=model, stream=True)))
+        finally:
+            _sigterm(proc, port, model)
+
+    with tempfile.TemporaryDirectory(prefix='conformance-usage-') as tmp:
+        model = _make_model(os.path.join(tmp, 'llama'), 'llama')
+        lines = _run(model, args=args, until=r'fired up and ready to roll', then=then)
+    assert len(answers) == len(bodies), '\n'.join(lines[-30:])
+    return answers
+
+
+def _usage(usage_processor, protocol, fields):
+    """UsageProcessor.calculate_token_usage (usage_processor.py:95-132) of the counts a chunk's usage states."""
+    details = fields['prompt_tokens_details']
+    return usage_processor.UsageProcessor.calculate_token_usage(
+        prompt_tokens=fields['prompt_tokens'], completion_tokens=fields['completion_tokens'],
+        reasoning_tokens=fields['reasoning_tokens'],
+        cached_tokens=protocol.PromptTokensDetails(**details) if details is not None else None)
+
+
+def _final_usage(usage_processor, fields, cache_report):
+    """UsageProcessor.calculate_streaming_usage (usage_processor.py:56-93) as the end of a stream calls it
+    (serving_chat.py:2779-2789, serving_completions.py:480-487), one choice."""
+    cached = (fields.get('prompt_tokens_details') or {}).get('cached_tokens', 0)
+    return usage_processor.UsageProcessor.calculate_streaming_usage(
+        {0: fields['prompt_tokens']}, {0: fields.get('reasoning_tokens') or 0}, {0: fields['completion_tokens']},
+        cached_tokens={0: cached}, n_choices=1, enable_cache_report=cache_report)
+
+
+def _check_chat(events, body, cache_report, thinking):
+    """Every chunk of a chat stream is the release's: the role, token and finish chunks rebuilt by
+    sse_utils.build_sse_content (serving_chat.py:2587-2600, :960-1050, :2676-2686) with a continuous usage rebuilt
+    by UsageProcessor.calculate_token_usage (:980-1000); the usage chunk by ChatCompletionStreamResponse(choices=[],
+    usage=calculate_streaming_usage(...)).model_dump_json() (:2766-2797). Returns the usage chunk's usage."""
+    protocol, usage_processor = sglang_release.openai_protocol()
+    build = _release_sse_utils().build_sse_content
+    options = body.get('stream_options') or {}
+    tokens = [json.loads(event[6:]) for event in events if json.loads(event[6:])['choices']]
+    usage_events = [json.loads(event[6:]) for event in events if not json.loads(event[6:])['choices']]
+    assert len(tokens) + len(usage_events) == len(events)
+    assert [json.loads(event[6:]) for event in events[len(tokens):]] == usage_events, events  # the usage one last
+    for event, data in zip(events, tokens):
+        choice = data['choices'][0]
+        delta = choice['delta']
+        usage = data.get('usage')
+        if usage is not None:
+            assert usage == _usage(usage_processor, protocol, usage).model_dump(), event
+        assert event == build(chunk_id=data['id'], created=data['created'], model=data['model'], index=choice['index'],
+                              role=delta.get('role'), content=delta.get('content'),
+                              reasoning_content=delta['reasoning_content'], finish_reason=choice['finish_reason'],
+                              logprobs=choice['logprobs'], matched_stop=choice['matched_stop'], usage=usage)
+    middle = tokens[1:-1]
+    assert middle and tokens[0]['choices'][0]['delta'].get('role') == 'assistant'
+    assert tokens[-1]['choices'][0]['finish_reason'] in ('stop', 'length')
+    reasoning = [data for data in middle if data['choices'][0]['delta']['reasoning_content'] is not None]
+    assert bool(reasoning) == thinking, middle
+    if options.get('continuous_usage_stats'):
+        # the first and finish chunks carry none (serving_chat.py:2587-2600, :2676-2686); the others the counts so far
+        assert 'usage' not in tokens[0] and 'usage' not in tokens[-1], (tokens[0], tokens[-1])
+        counts = [data['usage']['completion_tokens'] for data in middle]
+        assert counts == sorted(set(counts)) and counts[0] >= 1, counts
+        assert [data['usage']['reasoning_tokens'] for data in reasoning] == list(range(1, len(reasoning) + 1))
+        assert all((data['usage']['prompt_tokens_details'] is not None) == cache_report for data in middle)
+    else:
+        assert all('usage' not in data for data in tokens), tokens
+    if not options.get('include_usage'):
+        assert usage_events == [], usage_events
+        return None
+    assert len(usage_events) == 1, usage_events
+    final = usage_events[0]
+    rebuilt = protocol.ChatCompletionStreamResponse(
+        id=final['id'], created=final['created'], choices=[], model=final['model'],
+        usage=_final_usage(usage_processor, final['usage'], cache_report))
+    assert events[-1] == 'data: %s\n\n' % rebuilt.model_dump_json()
+    assert final['id'] == tokens[0]['id'] and final['created'] == tokens[0]['created']
+    # the counts (schedule_batch.py:1509-1513,1872-1875: the end-of-sequence token that stops it is counted; the
+    # end of thinking is a token too, schedule_batch.py:2240-2259)
+    usage, stopped = final['usage'], tokens[-1]['choices'][0]['finish_reason'] == 'stop'
+    answered = len(middle) - len(reasoning)
+    thought = len(reasoning) + (1 if reasoning and answered else 0)
+    assert usage['reasoning_tokens'] == thought, (usage, len(reasoning), answered)
+    assert usage['completion_tokens'] == thought + answered + stopped, (usage, len(reasoning), answered)
+    return final['usage']
+
+
+def _check_completion(events, body, cache_report):
+    """Every chunk of a completion stream is the release's: CompletionStreamResponse(object='text_completion',
+    choices=[CompletionResponseStreamChoice(...)]).model_dump_json() per decode step (serving_completions.py:381-403),
+    the step that finishes with the finish_reason (with "length" the last token's own chunk; with "stop" the end of
+    sequence's, text ""), and the usage chunk dumped with exclude_none (:479-496). Returns the usage chunk's usage."""
+    protocol, usage_processor = sglang_release.openai_protocol()
+    options = body.get('stream_options') or {}
+    datas = [json.loads(event[6:]) for event in events]
+    tokens = [data for data in datas if data['choices']]
+    assert datas[:len(tokens)] == tokens, events
+    for event, data in zip(events, tokens):
+        choice = data['choices'][0]
+        usage = data['usage']
+        rebuilt = protocol.CompletionStreamResponse(
+            id=data['id'], created=data['created'], object='text_completion', model=data['model'],
+            choices=[protocol.CompletionResponseStreamChoice(
+                index=choice['index'], text=choice['text'], logprobs=choice['logprobs'],
+                finish_reason=choice['finish_reason'], matched_stop=choice['matched_stop'])],
+            usage=_usage(usage_processor, protocol, usage) if usage is not None else None)
+        assert event == 'data: %s\n\n' % rebuilt.model_dump_json()
+    finishes = [data['choices'][0]['finish_reason'] for data in tokens]
+    assert finishes[:-1] == [None] * (len(tokens) - 1) and finishes[-1] in ('stop', 'length'), finishes
+    last = tokens[-1]['choices'][0]
+    if last['finish_reason'] == 'length':
+        assert len(tokens) == body['max_tokens'] and last['text'] != '' and last['matched_stop'] is None, last
+    else:
+        assert last['text'] == '' and isinstance(last['matched_stop'], int), last
+    if options.get('continuous_usage_stats'):
+        assert [data['usage']['completion_tokens'] for data in tokens] == list(range(1, len(tokens) + 1))
+        assert all(data['usage']['prompt_tokens_details'] is None for data in tokens)  # none here (:395-401)
+    else:
+        assert all(data['usage'] is None for data in tokens), tokens
+    usage_events = datas[len(tokens):]
+    if not options.get('include_usage'):
+        assert usage_events == []
+        return None
+    assert len(usage_events) == 1, usage_events
+    final = usage_events[0]
+    rebuilt = protocol.CompletionStreamResponse(id=final['id'], created=final['created'], choices=[],
+                                                model=final['model'],
+                                                usage=_final_usage(usage_processor, final['usage'], cache_report))
+    assert events[-1] == 'data: %s\n\n' % rebuilt.model_dump_json(exclude_none=True)
+    assert final['usage']['completion_tokens'] == len(tokens), final  # one per step, the end of sequence's included
+    assert final['usage']['reasoning_tokens'] == 0
+    return final['usage']
+
+
+CHAT_MESSAGES = [{'role': 'user', 'content': 'What is the capital of France?'}]
+BOTH = {'include_usage': True, 'continuous_usage_stats': True}
+
+
+def test_usage_chunks_and_the_completion_stream_are_the_releases():
+    """The usage a stream reports (stream_options include_usage, continuous_usage_stats) and the completion stream's
+    framing, for chat and completions, without a reasoning parser and with one (--reasoning-parser kimi_k2: its
+    reasoning tokens, and --enable-cache-report: the cached details), each chunk rebuilt from its own fields by the
+    release's protocol models and UsageProcessor, byte for byte."""
+    plain = [('/v1/chat/completions', {'messages': CHAT_MESSAGES, 'max_tokens': 5, 'ignore_eos': True,
+                                       'stream_options': BOTH}),
+             ('/v1/chat/completions', {'messages': CHAT_MESSAGES, 'max_tokens': 50,
+                                       'stream_options': {'include_usage': True}}),
+             ('/v1/completions', {'prompt': 'The capital of France is', 'max_tokens': 4, 'ignore_eos': True}),
+             ('/v1/completions', {'prompt': 'The capital of France is', 'max_tokens': 50, 'stream_options': BOTH}),
+             ('/v1/completions', {'prompt': 'Say hi', 'max_tokens': 3, 'ignore_eos': True,
+                                  'stream_options': {'include_usage': True}})]
+    thinking = [('/v1/chat/completions', {'messages': CHAT_MESSAGES, 'max_tokens': 60, 'stream_options': BOTH}),
+                ('/v1/chat/completions', {'messages': CHAT_MESSAGES, 'max_tokens': 5,
+                                          'stream_options': {'include_usage': True}}),
+                ('/v1/chat/completions', {'messages': CHAT_MESSAGES, 'max_tokens': 60,
+                                          'chat_template_kwargs': {'thinking': False},
+                                          'stream_options': {'include_usage': True}}),
+                ('/v1/completions', {'prompt': 'Say hi', 'max_tokens': 50, 'stream_options': BOTH})]
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        runs = [pool.submit(_streams, [], plain),
+                pool.submit(_streams, ['--reasoning-parser', 'kimi_k2', '--enable-cache-report'], thinking)]
+        plain_events, thinking_events = [run.result() for run in runs]
+    finals = []
+    for (path, body), events in zip(plain, plain_events):
+        if path == '/v1/chat/completions':
+            finals.append(_check_chat(events, body, cache_report=False, thinking=False))
+        else:
+            finals.append(_check_completion(events, body, cache_report=False))
+    for (path, body), events in zip(thinking, thinking_events):
+        if path == '/v1/chat/completions':
+            finals.append(_check_chat(events, body, cache_report=True,
+                                      thinking='chat_template_kwargs' not in body))
+        else:
+            finals.append(_check_completion(events, body, cache_report=True))
+    # what each usage chunk said (None: not asked): plain chat, then completions; then with the reasoning parser
+    assert [final is None for final in finals] == [False, False, True, False, False, False, False, False, False]
+    reasoned = finals[5]
+    assert reasoned['reasoning_tokens'] > 0 and reasoned['completion_tokens_details'] == {
+        'reasoning_tokens': reasoned['reasoning_tokens']}, reasoned
+    assert finals[6]['reasoning_tokens'] == finals[6]['completion_tokens'] == 5, finals[6]  # cut off while thinking
+    assert finals[7]['reasoning_tokens'] == 0 and finals[7]['completion_tokens_details'] is None, finals[7]
+    assert finals[5]['prompt_tokens_details'] == {'cached_tokens': 0} and 'prompt_tokens_details' not in finals[3]

@@ -19,12 +19,13 @@ LOGS=.build/integration
 # units, ports 31000-31999, hosts 2 and 3) shares the sync group's fleet (sy-k26, port 30021) without touching it.
 # Issue 23 added test_day2 (six hosts, 14 min alone) as a group of its own rather than after test_router (17 min
 # alone), and test_monitoring_host (2 min) and test_alerts (5 min) to the hosts group. Issue 27 added test_runner
-# (ansible-runner; about 4 min alone on a loaded machine) to the faults group.
+# (ansible-runner; about 4 min alone on a loaded machine) to the faults group. Issue 25 added test_failure_families
+# (4 min) to the sync group and test_router_claims (4-5 min, the router test's fixtures, a fleet of its own) to plan.
 GROUPS_TABLE=(
   "default||gpu|tests/integration/test_fleet.py tests/integration/test_rollout.py tests/integration/test_progress.py tests/integration/test_server_role.py tests/integration/test_multinode.py"
   "faults|/var/lib/llmops-sglang-fleet-faults|fb|tests/integration/test_faults.py tests/integration/test_bad_inputs.py tests/integration/test_runner.py"
   "hosts|/var/lib/llmops-sglang-fleet-hosts|fc|tests/integration/test_preflight.py tests/integration/test_observability.py tests/integration/test_become.py tests/integration/test_monitoring_host.py tests/integration/test_alerts.py"
-  "plan|/var/lib/llmops-sglang-fleet-plan|fp|tests/integration/test_plan.py tests/integration/test_security.py"
+  "plan|/var/lib/llmops-sglang-fleet-plan|fp|tests/integration/test_plan.py tests/integration/test_security.py tests/integration/test_router_claims.py"
   "sync|/var/lib/llmops-sglang-fleet-sync|fs|tests/integration/test_sync.py tests/integration/test_wait_ready.py tests/integration/test_sandbox.py tests/integration/test_failure_families.py"
   "router|/var/lib/llmops-sglang-fleet-router|fr|tests/integration/test_router.py"
   "day2|/var/lib/llmops-sglang-fleet-day2|fd|tests/integration/test_day2.py"

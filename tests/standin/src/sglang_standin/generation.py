@@ -54,6 +54,13 @@ def generate_ids(prompt, max_tokens, thinking, ignore_eos=False):
     return ids[:-1], "stop"
 
 
+def counted(ids, finish):
+    """usage.completion_tokens of a generation: 0.5.23 counts the end-of-sequence token that stopped it
+    (schedule_batch.py:1872-1875 finished_len includes it, :1509-1513 output_ids_through_stop,
+    scheduler_components/output_streamer.py:490,522-525 completion_tokens = its length); `ids` here stop before it."""
+    return len(ids) + (1 if finish == "stop" else 0)
+
+
 def token_text(token):
     if token == THINK_END:
         return "</think>"

@@ -891,7 +891,7 @@ class Handler(BaseHTTPRequestHandler):
         finish_reason = {"type": "length", "length": len(ids)} if finish == "length" else {"type": "stop", "matched": generation.EOS}
         self.send_body(200, {"text": generation.detokenize(ids), "output_ids": ids, "meta_info": {
             "id": uuid.uuid4().hex, "finish_reason": finish_reason, "prompt_tokens": prompt_tokens,
-            "completion_tokens": len(ids), "cached_tokens": 0, "e2e_latency": time.time() - started}})
+            "completion_tokens": generation.counted(ids, finish), "cached_tokens": 0, "e2e_latency": time.time() - started}})
 
     # ---- the OpenAI endpoints: held in flight until the last byte, paced token by token, recorded ----------
     def serve_openai(self, produce):
@@ -945,7 +945,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         ids, finish = result
         record.update(completion_tokens=len(ids), finish_reason=finish)
-        response = self.openai_envelope("chat.completion", prompt_tokens, len(ids), body)
+        response = self.openai_envelope("chat.completion", prompt_tokens, generation.counted(ids, finish), body)
         if body.get("stream"):
             self.stream_chat(response, ids, finish, bool(reasoning), body, record)
             return
@@ -977,7 +977,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         ids, finish = result
         record.update(completion_tokens=len(ids), finish_reason=finish)
-        response = self.openai_envelope("text_completion", prompt_tokens, len(ids), body)
+        response = self.openai_envelope("text_completion", prompt_tokens, generation.counted(ids, finish), body)
         if body.get("stream"):
             self.stream_completion(response, ids, finish, body, record)
             return
@@ -1018,80 +1018,129 @@ class Handler(BaseHTTPRequestHandler):
             self.delivery_id = None
 
     def stream_events(self, ids, first, token_event, final, usage, record):
-        """The first event at once (after the prefill), each token's event after its decode step, the finish
-        event, the usage event when asked (stream_options.include_usage, entrypoints/openai/utils.py:250-264),
-        `data: [DONE]`."""
+        """The first event at once (after the prefill), each token's event after its decode step (`token_event(i,
+        token)`, i counting from 1, may return None: no event), the finish event (None: none), the usage event when
+        asked (`usage()`, rendered after the tokens it counts), `data: [DONE]`."""
         self.start_stream()
         if first is not None:
             self.send_event(sse(first))
-        for token in ids:
+        for count, token in enumerate(ids, 1):
             self.paced(1)
-            event = token_event(token)
+            event = token_event(count, token)
             if event is not None:
                 self.send_event(sse(event))
             record["tokens_sent"] += 1
-        self.send_event(sse(final))
+        if final is not None:
+            self.send_event(sse(final))
         if usage is not None:
-            self.send_event(sse(usage))
+            self.send_event(usage())
         self.send_event("data: [DONE]\n\n")
         self.end_stream()
         record["completed"] = True
+
+    def stream_usage(self, body):
+        """(include_usage, continuous_usage_stats): 0.5.23 entrypoints/openai/utils.py:250-264 should_include_usage,
+        with --stream-response-default-include-usage (stream_options.include_usage or it; continuous only when
+        asked)."""
+        options = body.get("stream_options") or {}
+        default = bool(getattr(self.launcher.args, "stream_response_default_include_usage", False))
+        if options:
+            return bool(options.get("include_usage")) or default, bool(options.get("continuous_usage_stats"))
+        return default, False
+
+    def cached_details(self):
+        """PromptTokensDetails (protocol.py:190-212) only with --enable-cache-report (usage_processor.py:75-83,
+        serving_chat.py:834-841): the stand-in caches nothing, so 0."""
+        return {"cached_tokens": 0} if getattr(self.launcher.args, "enable_cache_report", False) else None
+
+    @staticmethod
+    def usage_info(prompt_tokens, completion_tokens, reasoning_tokens=0, cached=None):
+        """UsageInfo as 0.5.23 builds it (usage_processor.py:95-132, protocol.py:221-229), in its field order:
+        completion_tokens_details only when there are reasoning tokens."""
+        return {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + completion_tokens,
+                "completion_tokens": completion_tokens, "prompt_tokens_details": cached,
+                "reasoning_tokens": reasoning_tokens,
+                "completion_tokens_details": {"reasoning_tokens": reasoning_tokens} if reasoning_tokens else None}
 
     def stream_chat(self, response, ids, finish, reasoning, body, record):
         """0.5.23 entrypoints/openai/serving_chat.py:2441-2805 _generate_chat_stream: a first chunk with
         role "assistant" and content "" (:2587-2600), one chunk per token delta (content, or reasoning_content
         while thinking with a reasoning parser, :960-1050), a finish chunk with finish_reason and matched_stop
-        (:2667-2686), the usage chunk with `choices: []` when asked (:2767-2803), `data: [DONE]` (:2805). Chunks are
+        (:2667-2686), the usage chunk with `choices: []` when asked (:2766-2797), `data: [DONE]` (:2805). Chunks are
         built like entrypoints/openai/sse_utils.py:52-100: a delta omits role/content when None but always has
-        reasoning_content; the chunk omits usage when None."""
+        reasoning_content; the chunk omits usage when None. With stream_options.continuous_usage_stats each content
+        or reasoning chunk (not the first or the finish one) carries the usage so far (:980-1000, :1030-1050).
+        Reasoning tokens are counted as the scheduler does while a request is thinking
+        (schedule_batch.py:2240-2259: every token up to and including the end-of-thinking one)."""
         head = {"id": response["id"], "object": "chat.completion.chunk", "created": response["created"],
                 "model": response["model"]}
+        include_usage, continuous = self.stream_usage(body)
+        prompt_tokens = response["usage"]["prompt_tokens"]
+        cached = self.cached_details()
 
-        def chunk(delta, finish_reason=None, matched_stop=None):
-            return dict(head, choices=[{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason,
-                                        "matched_stop": matched_stop}])
+        def chunk(delta, finish_reason=None, matched_stop=None, usage=None):
+            event = dict(head, choices=[{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason,
+                                         "matched_stop": matched_stop}])
+            if usage is not None:
+                event["usage"] = usage
+            return event
 
         thinking = [reasoning and bool(ids) and ids[0] >= 1000]
+        reasoning_tokens = [0]
 
-        def token_event(token):
+        def token_event(count, token):
+            if thinking[0]:
+                reasoning_tokens[0] += 1
             if token == generation.THINK_END:
                 thinking[0] = False
                 return None
             text = generation.token_text(token)
             if not text:
                 return None
+            usage = self.usage_info(prompt_tokens, count, reasoning_tokens[0], cached) if continuous else None
             if thinking[0]:
-                return chunk({"reasoning_content": text})
-            return chunk({"reasoning_content": None, "content": text})
+                return chunk({"reasoning_content": text}, usage=usage)
+            return chunk({"reasoning_content": None, "content": text}, usage=usage)
+
+        def usage_event():
+            usage = self.usage_info(prompt_tokens, response["usage"]["completion_tokens"], reasoning_tokens[0], cached)
+            return "data: %s\n\n" % json.dumps(dict(head, choices=[], usage=usage), separators=(",", ":"))
 
         final = chunk({"reasoning_content": None}, finish, generation.EOS if finish == "stop" else None)
         self.stream_events(ids, chunk({"reasoning_content": None, "role": "assistant", "content": ""}), token_event,
-                           final, self.usage_chunk(head, response, body), record)
+                           final, usage_event if include_usage else None, record)
 
     def stream_completion(self, response, ids, finish, body, record):
-        """0.5.23 entrypoints/openai/serving_completions.py:370-500: one CompletionStreamResponse per token delta
-        (choices[0].text, finish_reason null), the last with the finish_reason, the usage chunk when asked, then
-        `data: [DONE]`."""
+        """0.5.23 entrypoints/openai/serving_completions.py:225-504 _generate_completion_stream: one
+        CompletionStreamResponse per decode step (:381-403; model_dump_json, so `usage: null`), its text the step's
+        delta; the step that finishes carries the finish_reason and matched_stop (:381-392): with "length" the last
+        token's own chunk, with "stop" the end-of-sequence step, whose delta is "". With
+        stream_options.continuous_usage_stats every chunk has the usage so far without cached details (:395-401);
+        the usage chunk when asked is dumped with exclude_none (:479-496); then `data: [DONE]` (:504)."""
         head = {"id": response["id"], "object": "text_completion", "created": response["created"],
                 "model": response["model"]}
+        include_usage, continuous = self.stream_usage(body)
+        prompt_tokens = response["usage"]["prompt_tokens"]
+        last = len(ids) if finish == "length" else None
 
-        def chunk(text, finish_reason=None, matched_stop=None):
+        def chunk(count, text, finish_reason=None, matched_stop=None):
+            usage = self.usage_info(prompt_tokens, count) if continuous else None
             return dict(head, choices=[{"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason,
-                                        "matched_stop": matched_stop}], usage=None)
+                                        "matched_stop": matched_stop}], usage=usage)
 
-        def token_event(token):
-            text = generation.token_text(token)
-            return chunk(text) if text else None
+        def token_event(count, token):
+            if count == last:
+                return chunk(count, generation.token_text(token), "length")
+            return chunk(count, generation.token_text(token))
 
-        final = chunk("", finish, generation.EOS if finish == "stop" else None)
-        self.stream_events(ids, None, token_event, final, self.usage_chunk(head, response, body), record)
+        final = chunk(len(ids) + 1, "", "stop", generation.EOS) if finish == "stop" else None
 
-    @staticmethod
-    def usage_chunk(head, response, body):
-        options = body.get("stream_options") or {}
-        if not options.get("include_usage"):
-            return None
-        return dict(head, choices=[], usage=response["usage"])
+        def usage_event():
+            whole = self.usage_info(prompt_tokens, response["usage"]["completion_tokens"], 0, self.cached_details())
+            usage = {key: value for key, value in whole.items() if value is not None}
+            return "data: %s\n\n" % json.dumps(dict(head, choices=[], usage=usage), separators=(",", ":"))
+
+        self.stream_events(ids, None, token_event, final, usage_event if include_usage else None, record)
 
 
 def sse(obj):
