@@ -70,6 +70,29 @@ def test_modules_import_module_utils_only():
     assert broken('plugins/modules/*.py', allowed) == {}
 
 
+MODULE_CODE_LINES = 100  # issue 24: every module as thin as the waiter (docs plus wiring)
+DOC_STRINGS = ('DOCUMENTATION', 'EXAMPLES', 'RETURN')
+
+
+def code_lines(path):
+    """Non-blank, non-comment lines of a module outside its DOCUMENTATION, EXAMPLES and RETURN strings."""
+    with open(path) as handle:
+        source = handle.read()
+    docs = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and any(getattr(target, 'id', None) in DOC_STRINGS for target in node.targets):
+            docs.update(range(node.lineno, node.end_lineno + 1))
+    return sum(1 for number, line in enumerate(source.splitlines(), 1)
+               if number not in docs and line.strip() and not line.strip().startswith('#'))
+
+
+def test_modules_are_docs_plus_wiring():
+    modules = sorted(glob.glob(os.path.join(ROOT, 'plugins', 'modules', '*.py')))
+    sizes = dict((os.path.basename(path), code_lines(path)) for path in modules)
+    assert len(sizes) >= 9 and all(size > 10 for size in sizes.values()), sizes  # the count sees code
+    assert dict((name, size) for name, size in sizes.items() if size > MODULE_CODE_LINES) == {}
+
+
 @pytest.mark.parametrize('room', ['action', 'filter'])
 def test_controller_plugins_import_ansible_module_utils_and_plugin_utils_never_modules(room):
     def allowed(_path, name):
