@@ -311,8 +311,8 @@ def openai_protocol():
     """The release's entrypoints/openai/protocol.py and usage_processor.py (its pydantic response models and
     UsageProcessor), imported as server_args() imports its module: (protocol, usage_processor)."""
     server_args()
-    import sglang.srt.entrypoints.openai.protocol as protocol  # pylint: disable=import-outside-toplevel
-    import sglang.srt.entrypoints.openai.usage_processor as usage  # pylint: disable=import-outside-toplevel
+    from sglang.srt.entrypoints.openai import protocol  # pylint: disable=import-outside-toplevel
+    from sglang.srt.entrypoints.openai import usage_processor as usage  # pylint: disable=import-outside-toplevel
     return protocol, usage
 
 

@@ -81,7 +81,7 @@ def start_adhoc(fleet, port, prometheus, args, health_interval=2):
     fleet.run(fleet.hosts[3], 'systemd-run --unit %s-%d --uid sglang-router %s -m sglang_router.launch_router --host '
               '127.0.0.1 --port %d --prometheus-host 127.0.0.1 --prometheus-port %d --health-check-interval-secs %d %s'
               % (ADHOC, port, VENV_PYTHON, port, prometheus, health_interval, ' '.join(args)), check=True)
-    for _ in range(100):
+    for _attempt in range(100):
         if fleet.run(fleet.hosts[3], FETCH % ('http://127.0.0.1:%d/health' % port)).returncode == 0:
             return
         time.sleep(0.2)
@@ -156,7 +156,7 @@ def test_what_the_router_forwards_to_a_worker(deployed):
         added = on_router(fleet, 'POST', 30182, '/workers', {'url': urls[0], 'api_key': ROUTER_KEY},
                           {'Authorization': 'Bearer ' + OTHER_KEY})
         assert added['status'] == 202, added
-        for _ in range(60):
+        for _attempt in range(60):
             listing = on_router(fleet, 'GET', 30182, '/workers', None, {'Authorization': 'Bearer ' + OTHER_KEY})
             if '"is_healthy":true' in listing['body']:
                 break

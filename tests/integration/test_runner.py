@@ -226,7 +226,7 @@ def test_deploy_under_ansible_runner_streams_progress_and_the_report_as_events(p
         lines = job.progress(host.name)
         phases = [(e, rest) for e, rest in lines if not rest.startswith(('READY', 'FAILED'))]
         ready = [(e, rest) for e, rest in lines if rest.startswith('READY')]
-        assert phases and len(ready) == 1, (host.name, [rest for _, rest in lines], str(job))
+        assert phases and len(ready) == 1, (host.name, [rest for _event, rest in lines], str(job))
         # Live: the first phase line was an event (in job_events/, where AWX reads it) seconds before the wait ended,
         # by its own time and by when it appeared.
         first = phases[0][0]
@@ -255,7 +255,7 @@ def test_a_failed_canary_fails_the_job_with_its_reason_in_the_events(prepared):
     reason = failed['event_data']['res'].get('msg', '')
     assert 'crash-looping' in reason and 'illegal memory access' in reason, failed['event_data']['res']
     lines = [(e, rest) for e, rest in job.progress(canary.name) if rest.startswith('FAILED (crash_loop)')]
-    assert len(lines) == 1 and lines[0][0]['counter'] < failed['counter'], [rest for _, rest in job.progress(canary.name)]
+    assert len(lines) == 1 and lines[0][0]['counter'] < failed['counter'], [rest for _event, rest in job.progress(canary.name)]
     # The host fails the job at the end of its batch with that reason and the rollback's outcome.
     final = job.of('runner_on_failed', task='Fail the hosts whose rollout failed (this stops the rollout before the next batch)',
                    host=canary.name)
