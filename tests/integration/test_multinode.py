@@ -75,7 +75,7 @@ def test_two_nodes_serve_one_model_and_a_crash_on_rank_1_fails_the_group(fleet, 
     # printed), rank 0 the NCCL failure its lost peer caused. Restart=on-failure makes both crash_loop at once.
     rank0_verdict = out[out.index('fatal: [%s]' % rank0.name):].split('fatal: [')[1]
     rank1_verdict = out[out.index('fatal: [%s]' % rank1.name):].split('fatal: [')[1]
-    assert 'crash_loop' in rank1_verdict and 'A scheduler (one TP rank) raised' in rank1_verdict, result
+    assert 'crash_loop' in rank1_verdict and 'A SGLang process (Scheduler; Scheduler is one TP rank) raised' in rank1_verdict, result
     assert 'crash_loop' in rank0_verdict and 'remote process exited' in rank0_verdict, result
     assert 'Scheduler hit an exception' in out, result
 
