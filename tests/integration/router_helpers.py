@@ -37,24 +37,31 @@ SECRETS = '/var/lib/llmops-sglang/router/sglang-router.secrets'
 MAX_EXPOSURE = 3.0
 
 
-@pytest.fixture(scope='module')
-def rfleet():
-    """Four hosts (three workers, one router) on this group's fleet; brought down at the end if this file booted it."""
+def router_fleet(size):
+    """Generator for a module fixture: ``size`` hosts of this group's fleet with the sglang-router wheels in its
+    mirror (booted when the fleet is down or of another size, its mirror refreshed otherwise); brought down at the end
+    if it was booted here."""
     require_fleet()
     tool = shared_fleet_tool()
     before = tool.status()
     was_up = before.get('status') != 'down'
     try:
-        if before.get('healthy') and before.get('count', 0) == FLEET_SIZE:
+        if before.get('healthy') and before.get('count', 0) == size:
             tool.refresh_mirror()
         else:
-            tool.up(FLEET_SIZE)
+            tool.up(size)
         fleet = Fleet(tool, tool.status())
         router_wheels.add_to_mirror(os.path.join(fleet.state_dir, 'mirror'))
         yield fleet
     finally:
         if not was_up:
             tool.down()
+
+
+@pytest.fixture(scope='module')
+def rfleet():
+    """Four hosts (three workers, one router) on this group's fleet; brought down at the end if this file booted it."""
+    yield from router_fleet(FLEET_SIZE)
 
 
 @pytest.fixture(scope='module')

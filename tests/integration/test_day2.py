@@ -31,8 +31,9 @@ import time
 
 import pytest
 
-from conftest import REPO_ROOT, Fleet, require_fleet, shared_fleet_tool
-from fleet import load as fleet_load, router_wheels  # tests/ is on sys.path (conftest)
+from conftest import REPO_ROOT
+from fleet import load as fleet_load  # tests/ is on sys.path (conftest)
+from router_helpers import router_fleet
 
 UNIT = 'sglang-k26.service'
 ROUTER_UNIT = 'sglang-router.service'
@@ -58,21 +59,7 @@ ROUTER_STATE = ('systemctl show -p InvocationID -p ActiveEnterTimestamp -p MainP
 @pytest.fixture(scope='module')
 def dfleet():
     """Six hosts on this file's fleet (four worker hosts, two routers); brought down at the end if this file booted it."""
-    require_fleet()
-    tool = shared_fleet_tool()
-    before = tool.status()
-    was_up = before.get('status') != 'down'
-    try:
-        if before.get('healthy') and before.get('count', 0) == FLEET_SIZE:
-            tool.refresh_mirror()
-        else:
-            tool.up(FLEET_SIZE)
-        fleet = Fleet(tool, tool.status())
-        router_wheels.add_to_mirror(os.path.join(fleet.state_dir, 'mirror'))
-        yield fleet
-    finally:
-        if not was_up:
-            tool.down()
+    yield from router_fleet(FLEET_SIZE)
 
 
 @pytest.fixture(scope='module')

@@ -56,3 +56,19 @@ def make_model(path, shards=3, nbytes=4096):
         (path / name).write_bytes(data)
         manifest[name] = {'size': len(data), 'sha256': hashlib.sha256(data).hexdigest()}
     return manifest
+
+
+def preflight_model(tmp_path):
+    """A checkpoint for sglang_preflight's checkpoint gate: its path, manifest and the digest cache's path."""
+    manifest = make_model(tmp_path / 'model')
+    state = tmp_path / 'state'
+    state.mkdir()
+    return {'path': str(tmp_path / 'model'), 'manifest': manifest, 'cache': str(state / '.preflight' / 'verified.json')}
+
+
+def preflight_args(model, **extra):
+    """sglang_preflight's arguments for the checkpoint gate of ``model`` (preflight_model), with ``extra``."""
+    args = {'unit': 'u.service', 'checks': ['checkpoint'], 'model_path': model['path'], 'manifest': model['manifest'],
+            'cache_path': model['cache'], 'growth_interval': 0}
+    args.update(extra)
+    return args

@@ -27,17 +27,10 @@ def run_module(args, capsys, check_mode=False):
 
 @pytest.fixture
 def model(tmp_path):
-    manifest = fakes.make_model(tmp_path / 'model')
-    state = tmp_path / 'state'
-    state.mkdir()
-    return {'path': str(tmp_path / 'model'), 'manifest': manifest, 'cache': str(state / '.preflight' / 'verified.json')}
+    return fakes.preflight_model(tmp_path)
 
 
-def gate(model, **extra):
-    args = {'unit': 'u.service', 'checks': ['checkpoint'], 'model_path': model['path'], 'manifest': model['manifest'],
-            'cache_path': model['cache'], 'growth_interval': 0}
-    args.update(extra)
-    return args
+gate = fakes.preflight_args
 
 
 def test_wrong_hash_and_a_file_written_meanwhile(capsys, model):

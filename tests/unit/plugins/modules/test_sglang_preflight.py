@@ -25,17 +25,10 @@ def run_module(args, capsys, check_mode=False):
 
 @pytest.fixture
 def model(tmp_path):
-    manifest = fakes.make_model(tmp_path / 'model')
-    state = tmp_path / 'state'
-    state.mkdir()
-    return {'path': str(tmp_path / 'model'), 'manifest': manifest, 'cache': str(state / '.preflight' / 'verified.json')}
+    return fakes.preflight_model(tmp_path)
 
 
-def gate(model, **extra):
-    args = {'unit': 'u.service', 'checks': ['checkpoint'], 'model_path': model['path'], 'manifest': model['manifest'],
-            'cache_path': model['cache'], 'growth_interval': 0}
-    args.update(extra)
-    return args
+gate = fakes.preflight_args
 
 
 def test_unknown_waiver_and_bad_manifest_are_refused(capsys, model):
