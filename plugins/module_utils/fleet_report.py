@@ -55,28 +55,6 @@ def _gpu_memory(gpus):
     return '%d/%d GiB on %d GPU%s' % (round(used), round(total), len(gpus), '' if len(gpus) == 1 else 's')
 
 
-def _finding_label(finding):
-    where = finding.get('gpu') if finding.get('gpu') is not None else finding.get('file')
-    return '%s (%s)' % (finding['check'], 'GPU %s' % where if finding.get('gpu') is not None else where) if where \
-        else finding['check']
-
-
-def health_summary(gpu, checkpoint):
-    """The part of sglang_preflight's result the fleet report shows: per gate its status, size, failed and waived."""
-    out = {}
-    for name, gate in (('gpu', gpu or {}), ('checkpoint', checkpoint or {})):
-        findings = gate.get('findings') or []
-        out[name] = {
-            'status': gate.get('status') or 'skipped',
-            'count': len(gate.get('claimed') or []) if name == 'gpu' else gate.get('shards') or 0,
-            'verified': (gate.get('hashed') or 0) + (gate.get('cached') or 0),
-            'reason': gate.get('reason') or '',
-            'failed': [_finding_label(f) for f in findings if not f.get('waived')],
-            'waived': sorted(set(f['check'] for f in findings if f.get('waived'))),
-        }
-    return out
-
-
 def _gate_text(label, gate):
     status = gate.get('status') or 'skipped'
     if status == 'skipped':
@@ -106,7 +84,7 @@ def _health(summary):
 def report_rows(host, deployments, info=None, health=None):
     """Rows for one host from the server role's ``sglang_deployments`` fact and/or an sglang_info result.
 
-    ``health``: the role's ``sglang_preflight`` fact (unit -> health_summary()); an instance the preflight refused
+    ``health``: the role's ``sglang_preflight`` fact (unit -> preflight.health_summary()); an instance the preflight refused
     has no deployment and is reported as refused, with what the gates found.
     """
     rows = []

@@ -20,7 +20,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.host_facts import (
     VENV_PROBE, checkpoint_status, listening_ports, parse_cmdline, parse_venv_probe, redact_argv,
 )
 from ansible_collections.llmops.sglang.plugins.module_utils.nvidia_smi import parse_query_gpu, query_cmd
-from ansible_collections.llmops.sglang.plugins.module_utils.rollout_state import boot_time_of, process_started_at
+from ansible_collections.llmops.sglang.plugins.module_utils.procfs import boot_time_of, process_started_at
 from ansible_collections.llmops.sglang.plugins.module_utils.systemd_props import parse_show
 from ansible_collections.llmops.sglang.plugins.module_utils.trust import record_of, tree_problems, tree_refusal
 

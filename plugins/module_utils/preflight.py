@@ -14,7 +14,6 @@ import json
 import stat
 
 from ansible_collections.llmops.sglang.plugins.module_utils import checkpoint, gpu_health
-from ansible_collections.llmops.sglang.plugins.module_utils.fleet_report import health_summary
 
 ARGUMENT_SPEC = dict(
     unit=dict(type='str', required=True),
@@ -189,3 +188,25 @@ def result(gpu, ckpt):
     waived = sorted(set(f['check'] for f in findings if f['waived']))
     return dict(ok=not failures, failures=failures, waived=waived, gpu=gpu, checkpoint=ckpt,
                 summary=health_summary(gpu, ckpt))
+
+
+def _finding_label(finding):
+    where = finding.get('gpu') if finding.get('gpu') is not None else finding.get('file')
+    return '%s (%s)' % (finding['check'], 'GPU %s' % where if finding.get('gpu') is not None else where) if where \
+        else finding['check']
+
+
+def health_summary(gpu, checkpoint):
+    """The part of sglang_preflight's result the fleet report shows: per gate its status, size, failed and waived."""
+    out = {}
+    for name, gate in (('gpu', gpu or {}), ('checkpoint', checkpoint or {})):
+        findings = gate.get('findings') or []
+        out[name] = {
+            'status': gate.get('status') or 'skipped',
+            'count': len(gate.get('claimed') or []) if name == 'gpu' else gate.get('shards') or 0,
+            'verified': (gate.get('hashed') or 0) + (gate.get('cached') or 0),
+            'reason': gate.get('reason') or '',
+            'failed': [_finding_label(f) for f in findings if not f.get('waived')],
+            'waived': sorted(set(f['check'] for f in findings if f.get('waived'))),
+        }
+    return out

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, llmops.sglang contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Pure parsers for the few /proc and cgroup files the waiter reads.
+"""Pure parsers for the few /proc and cgroup files the waiter reads (and the process start time sglang_info reads).
 
 Used to check that the process answering on the server's port belongs to the watched unit: a
 previous server left behind, or another unit on the same port, must not make a start look ready.
@@ -61,3 +61,20 @@ def cgroup_procs_paths(control_group):
     if not control_group or not control_group.startswith('/'):
         return []
     return ['%s%s/cgroup.procs' % (root, control_group.rstrip('/')) for root in CGROUP_ROOTS]
+
+
+def process_started_at(stat_text, boot_time, clock_ticks):
+    """Epoch seconds a process started, from its /proc/PID/stat, /proc/stat's btime and SC_CLK_TCK; None if unknown."""
+    try:
+        # The command name (field 2) may hold spaces and parentheses: split after its last ')'.
+        fields = stat_text[stat_text.rindex(')') + 2:].split()
+        return boot_time + int(fields[19]) / float(clock_ticks)
+    except (ValueError, IndexError, ZeroDivisionError):
+        return None
+
+
+def boot_time_of(proc_stat_text):
+    for line in proc_stat_text.splitlines():
+        if line.startswith('btime '):
+            return int(line.split()[1])
+    return None

@@ -28,23 +28,6 @@ SAVED_FILES = ('unit', 'env', 'secrets.env')
 PINNED_PACKAGES = ('sglang', 'compressed-tensors')
 
 
-def process_started_at(stat_text, boot_time, clock_ticks):
-    """Epoch seconds a process started, from its /proc/PID/stat, /proc/stat's btime and SC_CLK_TCK; None if unknown."""
-    try:
-        # The command name (field 2) may hold spaces and parentheses: split after its last ')'.
-        fields = stat_text[stat_text.rindex(')') + 2:].split()
-        return boot_time + int(fields[19]) / float(clock_ticks)
-    except (ValueError, IndexError, ZeroDivisionError):
-        return None
-
-
-def boot_time_of(proc_stat_text):
-    for line in proc_stat_text.splitlines():
-        if line.startswith('btime '):
-            return int(line.split()[1])
-    return None
-
-
 def pins_of(packages):
     """The pinned packages' versions (None when absent) from a venv's package dict."""
     packages = packages or {}

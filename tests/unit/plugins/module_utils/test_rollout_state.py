@@ -10,12 +10,11 @@ import pytest
 from ansible_collections.llmops.sglang.plugins.module_utils.rollout_state import (
     after_rollback,
     after_wait,
-    boot_time_of,
     is_verified,
     pins_of,
-    process_started_at,
     start_action,
 )
+from ansible_collections.llmops.sglang.plugins.module_utils.procfs import boot_time_of, process_started_at
 
 PINS = {'sglang': '0.5.23', 'compressed-tensors': '0.18.0'}
 SAME = {'unit': True, 'env': True, 'secrets.env': True}
