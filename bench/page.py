@@ -201,7 +201,7 @@ def why_notes(results, waiter):
         notes.append("Why stalls are late: the waiter counts quiet time from when it *read* the last journal line, "
                      "and it reads the journal only at its full unit polls, on a jittered backoff capped at "
                      "`max_poll_interval` (10 s). A hang is therefore reported stall_timeout + 0..10 s after the last "
-                     "line (plus Ansible's return). The fix belongs in `plugins/module_utils/wait_machine.py`: take "
+                     "line (plus Ansible's return). The fix belongs in `plugins/module_utils/wait/wait_machine.py`: take "
                      "the last entry's own journal timestamp (`__REALTIME_TIMESTAMP`) as the last activity, and read "
                      "the journal once more when the stall deadline comes.")
     notes.append("Baselines, faithfully: the seeds' loops run from the controller as the seeds did (curl to the "

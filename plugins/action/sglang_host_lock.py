@@ -18,7 +18,7 @@ import time
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.llmops.sglang.plugins.module_utils.host_lock import owner_token, stale_on_this_controller
+from ansible_collections.llmops.sglang.plugins.module_utils.host.host_lock import owner_token, stale_on_this_controller
 
 MODULE = 'llmops.sglang.sglang_host_lock'
 POLL = 5.0

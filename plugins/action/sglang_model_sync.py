@@ -5,7 +5,7 @@
 
 The same mechanism as the waiter's (plugins/action/sglang_wait_ready.py; both use plugins/plugin_utils/progress_reader.py): a
 thread reads the module's progress_file over a copy of the task's connection every few seconds and prints a plain
-line per host when module_utils/model_sync.SyncPrinter says one is due; the outcome's line the moment the module
+line per host when module_utils/model/model_sync.SyncPrinter says one is due; the outcome's line the moment the module
 returns. Passed through untouched (no live lines): async tasks, check mode, become to an unprivileged user, a JSON
 stdout callback, `sglang_model_sync_progress: false`, or no progress_file given.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 from ansible.utils.display import Display
 
 from ansible_collections.llmops.sglang.plugins.plugin_utils.progress_reader import LiveProgressAction
-from ansible_collections.llmops.sglang.plugins.module_utils.model_sync import SyncPrinter, final_line
+from ansible_collections.llmops.sglang.plugins.module_utils.model.model_sync import SyncPrinter, final_line
 
 display = Display()
 

@@ -2,7 +2,7 @@
 # Copyright: llmops.sglang contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters for observability: the deployment-metrics textfile and Prometheus file_sd targets
-(logic in module_utils/deploy_metrics.py and module_utils/scrape_targets.py)."""
+(logic in module_utils/monitoring/deploy_metrics.py and module_utils/monitoring/scrape_targets.py)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -10,9 +10,9 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.module_utils.deploy_metrics import (
+from ansible_collections.llmops.sglang.plugins.module_utils.monitoring.deploy_metrics import (
     file_name, marker_deadline_seconds, render, render_marker)
-from ansible_collections.llmops.sglang.plugins.module_utils.scrape_targets import TargetsError, file_sd_groups
+from ansible_collections.llmops.sglang.plugins.module_utils.monitoring.scrape_targets import TargetsError, file_sd_groups
 
 
 def sglang_deploy_textfile(outcome, unit, now, config_checksum='', previous=''):

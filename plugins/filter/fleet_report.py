@@ -1,15 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: llmops.sglang contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filter that turns the hosts' deployment facts into the fleet report (logic in module_utils/fleet_report.py)."""
+"""Filter that turns the hosts' deployment facts into the fleet report (logic in module_utils/monitoring/fleet_report.py)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.sglang.plugins.module_utils.fleet_report import (
+from ansible_collections.llmops.sglang.plugins.module_utils.monitoring.fleet_report import (
     COLUMNS, ROTATION_COLUMN, format_table, report_rows, with_rotation)
-from ansible_collections.llmops.sglang.plugins.module_utils.router_rotation import fleet_workers
+from ansible_collections.llmops.sglang.plugins.module_utils.router.router_rotation import fleet_workers
 
 
 def fleet_report(hosts, hostvars, rotation=None, groups=None):

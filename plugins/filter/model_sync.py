@@ -2,14 +2,14 @@
 # Copyright: llmops.sglang contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The filters through which the server role hands the model sync its peers, and writes who may read from whom
-(module_utils/model_sync.py and module_utils/model_sync_access.py decide)."""
+(module_utils/model/model_sync.py and module_utils/model/model_sync_access.py decide)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.sglang.plugins.module_utils.model_sync import peer_list
-from ansible_collections.llmops.sglang.plugins.module_utils.model_sync_access import authorized_keys_text, known_hosts_text
+from ansible_collections.llmops.sglang.plugins.module_utils.model.model_sync import peer_list
+from ansible_collections.llmops.sglang.plugins.module_utils.model.model_sync_access import authorized_keys_text, known_hosts_text
 
 IDENTITY = '__sglang_sync_identity'
 

@@ -2,7 +2,7 @@
 # Copyright: llmops.sglang contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters of the monitoring role: whose prometheus.yml it is and what it lacks, and node_exporter's flags
-(logic in module_utils/prometheus_config.py and module_utils/node_exporter_flags.py)."""
+(logic in module_utils/monitoring/prometheus_config.py and module_utils/monitoring/node_exporter_flags.py)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -11,7 +11,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.yaml import yaml_load
 
-from ansible_collections.llmops.sglang.plugins.module_utils import node_exporter_flags, prometheus_config
+from ansible_collections.llmops.sglang.plugins.module_utils.monitoring import node_exporter_flags, prometheus_config
 
 
 def sglang_dpkg_state(text):

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: llmops.sglang contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters that list what is wrong with the server role's inputs and k26_instances (logic in module_utils/role_inputs.py)."""
+"""Filters that list what is wrong with the server role's inputs and k26_instances (logic in module_utils/rollout/role_inputs.py)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -9,7 +9,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.module_utils.role_inputs import instance_problems, server_problems
+from ansible_collections.llmops.sglang.plugins.module_utils.rollout.role_inputs import instance_problems, server_problems
 
 
 def sglang_input_problems(values, reserved=None, groups=None, inventory_hostname=None):

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: llmops.sglang contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters through which playbooks/deploy_k26.yml applies the rollout plan of module_utils/rollout_plan.py."""
+"""Filters through which playbooks/deploy_k26.yml applies the rollout plan of module_utils/rollout/rollout_plan.py."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -9,8 +9,8 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.module_utils.fleet_report import format_table
-from ansible_collections.llmops.sglang.plugins.module_utils.rollout_plan import (
+from ansible_collections.llmops.sglang.plugins.module_utils.monitoring.fleet_report import format_table
+from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_plan import (
     COLUMNS,
     host_route,
     plan_host,

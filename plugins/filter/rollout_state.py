@@ -1,13 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: llmops.sglang contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters through which the server role applies the rollout decisions of module_utils/rollout_state.py."""
+"""Filters through which the server role applies the rollout decisions of module_utils/rollout/rollout_state.py."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.sglang.plugins.module_utils.rollout_state import (
+from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_state import (
     after_rollback,
     after_wait,
     is_verified,

@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: llmops.sglang contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters through which the router role and the drain-aware rollout apply module_utils/router_rotation.py and
-module_utils/router_inputs.py (the role's input rules)."""
+"""Filters through which the router role and the drain-aware rollout apply module_utils/router/router_rotation.py and
+module_utils/router/router_inputs.py (the role's input rules)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -10,8 +10,8 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.module_utils.router_inputs import router_problems
-from ansible_collections.llmops.sglang.plugins.module_utils.router_rotation import (
+from ansible_collections.llmops.sglang.plugins.module_utils.router.router_inputs import router_problems
+from ansible_collections.llmops.sglang.plugins.module_utils.router.router_rotation import (
     capacity,
     fleet_workers,
     in_flight,

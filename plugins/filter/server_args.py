@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: llmops.sglang contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters that render SGLang's argv and a systemd ExecStart= line (logic in module_utils/server_args.py)."""
+"""Filters that render SGLang's argv and a systemd ExecStart= line (logic in module_utils/rollout/server_args.py)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -9,7 +9,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.module_utils.server_args import (
+from ansible_collections.llmops.sglang.plugins.module_utils.rollout.server_args import (
     ServerArgsError,
     build_argv,
     environment_lines,

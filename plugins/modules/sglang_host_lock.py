@@ -124,8 +124,8 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.sglang.plugins.module_utils.host_lock import decide, holder_message, new_record
-from ansible_collections.llmops.sglang.plugins.module_utils.privilege import root_refusal
+from ansible_collections.llmops.sglang.plugins.module_utils.host.host_lock import decide, holder_message, new_record
+from ansible_collections.llmops.sglang.plugins.module_utils.host.privilege import root_refusal
 
 
 def read_record(handle):

@@ -153,10 +153,10 @@ gpus:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.sglang.plugins.module_utils.host_adapters import (
+from ansible_collections.llmops.sglang.plugins.module_utils.host.host_adapters import (
     gpu_facts, last_good_facts, model_facts, mtime_facts, port_facts, service_info, venv_facts,
 )
-from ansible_collections.llmops.sglang.plugins.module_utils.host_facts import DEFAULT_PACKAGES
+from ansible_collections.llmops.sglang.plugins.module_utils.host.host_facts import DEFAULT_PACKAGES
 
 
 def main():

@@ -22,7 +22,7 @@ description:
     of O(peers) that has the version already, over SSH as O(ssh_user) with the key O(ssh_key). On the peer that
     account runs nothing but the role's forced command C(llmops_sglang_sync_serve.py), which answers two requests,
     C(state VERSION_DIR) and C(read OFFSET FILE) (it seeks past the bytes already here, so a resumed file is not
-    read again), for files inside the peer's versions directories only (module_utils/model_sync_access.py).
+    read again), for files inside the peer's versions directories only (module_utils/model/model_sync_access.py).
   - B(Host keys.) Every connection uses C(StrictHostKeyChecking=yes) against O(known_hosts) only. A peer whose key
     is not in that file is not connected to; one whose key does not match is refused by ssh before anything is
     read. Either way the result's RV(fallback) names the peer and why, and the host falls back to the mirror (a
@@ -32,7 +32,7 @@ description:
     can write. The versions directory and its parents, the staging directory, the progress file's directory and
     O(known_hosts) are checked (resolved, then each component with C(lstat)) before anything is written, and the
     module fails naming the path otherwise. The directories it creates are 0755, the files 0644.
-    Which source, and when, is decided by module_utils/model_sync.py from O(peers); hosts sync in waves, every host
+    Which source, and when, is decided by module_utils/model/model_sync.py from O(peers); hosts sync in waves, every host
     that has the version serves one that does not, and the mirror serves only in a wave where no host has it. A
     host waits (up to O(peer_wait) seconds) for its source to finish first; if the source fails or the wait runs
     out, it falls back to the mirror.
@@ -206,9 +206,9 @@ verify_seconds:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 
-from ansible_collections.llmops.sglang.plugins.module_utils import model_sync, model_sync_driver
-from ansible_collections.llmops.sglang.plugins.module_utils.checkpoint_adapters import Clock
-from ansible_collections.llmops.sglang.plugins.module_utils.model_sync_adapters import Mirror, Peers, SyncFiles
+from ansible_collections.llmops.sglang.plugins.module_utils.model import model_sync, model_sync_driver
+from ansible_collections.llmops.sglang.plugins.module_utils.model.checkpoint_adapters import Clock
+from ansible_collections.llmops.sglang.plugins.module_utils.model.model_sync_adapters import Mirror, Peers, SyncFiles
 
 
 def main():

@@ -18,7 +18,7 @@ description:
     configuration saved as last known good (equality only) plus the saved package pins.
   - For each venv, its Python and package versions, whether pip and C(Python.h) are present.
   - Which of the Debian packages, directories, users and groups the server role would create are missing.
-  - The controller renders the wanted files and compares digests (plugins/module_utils/rollout_plan.py), so a host with
+  - The controller renders the wanted files and compares digests (plugins/module_utils/rollout/rollout_plan.py), so a host with
     nothing to do costs this one module call.
 author:
   - llmops.sglang maintainers (@llmops)
@@ -130,10 +130,10 @@ import pwd
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.sglang.plugins.module_utils.host_adapters import (
+from ansible_collections.llmops.sglang.plugins.module_utils.host.host_adapters import (
     SERVICE_PROPERTIES, digest, last_good_facts, unit_facts, venv_facts,
 )
-from ansible_collections.llmops.sglang.plugins.module_utils.systemd_props import parse_show
+from ansible_collections.llmops.sglang.plugins.module_utils.host.systemd_props import parse_show
 
 
 def services(module, units):

@@ -196,9 +196,9 @@ checkpoint:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.sglang.plugins.module_utils import preflight, preflight_driver
-from ansible_collections.llmops.sglang.plugins.module_utils.checkpoint_adapters import CheckpointFiles, Clock
-from ansible_collections.llmops.sglang.plugins.module_utils.preflight_adapters import GpuHost
+from ansible_collections.llmops.sglang.plugins.module_utils.model import preflight, preflight_driver
+from ansible_collections.llmops.sglang.plugins.module_utils.model.checkpoint_adapters import CheckpointFiles, Clock
+from ansible_collections.llmops.sglang.plugins.module_utils.model.preflight_adapters import GpuHost
 
 
 def main():

@@ -92,7 +92,7 @@ import os
 import shutil
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.llmops.sglang.plugins.module_utils.file_adapters import (
+from ansible_collections.llmops.sglang.plugins.module_utils.host.file_adapters import (
     UnsafePath, read_saved, root_only_dir, write_file,
 )
 

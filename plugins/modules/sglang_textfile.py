@@ -66,7 +66,7 @@ path:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.llmops.sglang.plugins.module_utils.file_adapters import (
+from ansible_collections.llmops.sglang.plugins.module_utils.host.file_adapters import (
     UnsafePath, read_saved, root_only_dir, write_file,
 )
 

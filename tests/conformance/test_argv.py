@@ -22,7 +22,7 @@ ROOT = sglang_release.ROOT
 VAULT = {'vault_sglang_api_key': 'conformance-stand-in-key'}
 CASES = {
     'ct200': ((['inventories/ct200'], VAULT), {('ct200-01', 'sglang-k26'), ('ct200-02', 'sglang-k26')}),
-    # k26_servers holds the TP16 group too (one unit of the rollout, module_utils/rollout_plan.py)
+    # k26_servers holds the TP16 group too (one unit of the rollout, module_utils/rollout/rollout_plan.py)
     'b300': ((['inventories/b300'], VAULT), {('b300-01', 'sglang-k26-ddtree'), ('b300-02', 'sglang-k26-ddtree'),
                                              ('b300-03', 'sglang-k26'), ('b300-04', 'sglang-k26')}),
     'b300-tp16': ((['inventories/b300'], dict(VAULT, k26_hosts='k26_tp16')),

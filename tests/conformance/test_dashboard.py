@@ -11,7 +11,7 @@ import re
 import pytest
 
 import sglang_release
-from ansible_collections.llmops.sglang.plugins.module_utils import deploy_metrics
+from ansible_collections.llmops.sglang.plugins.module_utils.monitoring import deploy_metrics
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DASHBOARD = os.path.join(ROOT, 'roles', 'monitoring', 'files', 'grafana-dashboard-sglang.json')
@@ -79,7 +79,7 @@ def test_every_queried_metric_exists_where_it_comes_from(title, expr):
         elif name.startswith('smg_'):
             assert family(name, router), '%s: %s was not measured on sglang-router 0.3.2 (%s)' % (title, name, ROUTER_FIXTURE)
         elif name.startswith('sglang_deploy_'):
-            assert name in deploy, '%s: %s is not rendered by module_utils/deploy_metrics.py' % (title, name)
+            assert name in deploy, '%s: %s is not rendered by module_utils/monitoring/deploy_metrics.py' % (title, name)
         else:
             assert name == 'up', '%s: %s comes from nowhere this test knows' % (title, name)
 

@@ -14,8 +14,8 @@ import pytest
 
 import harvest
 from ansible_collections.llmops.sglang.plugins.module_utils import sglang_signatures as table
-from ansible_collections.llmops.sglang.plugins.module_utils.journal_digest import JournalDigest
-from ansible_collections.llmops.sglang.plugins.module_utils.systemd_props import JournalEntry
+from ansible_collections.llmops.sglang.plugins.module_utils.wait.journal_digest import JournalDigest
+from ansible_collections.llmops.sglang.plugins.module_utils.host.systemd_props import JournalEntry
 
 DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'docs',
                    'reading-failures.md')

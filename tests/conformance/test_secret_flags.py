@@ -17,7 +17,7 @@ import pytest
 
 from ansible_collections.llmops.sglang.plugins.module_utils import secret_flags
 from conftest import load_shim, shim_applied
-from ansible_collections.llmops.sglang.plugins.module_utils.server_args import ServerArgsError, build_argv
+from ansible_collections.llmops.sglang.plugins.module_utils.rollout.server_args import ServerArgsError, build_argv
 
 WORDS = re.compile(r'(?i)key|passw|token|secret|credential')
 ARGV = ['--model-path', '/models/k26', '--host', '0.0.0.0', '--port', '30000', '--tp-size', '8']

@@ -26,8 +26,8 @@ import pytest
 import sglang_release
 from citations import PACKAGE_FILE, SGLANG_FILE, is_file, rows, source_lines, string_at
 from ansible_collections.llmops.sglang.plugins.module_utils import sglang_signatures as table
-from ansible_collections.llmops.sglang.plugins.module_utils.journal_digest import JournalDigest
-from ansible_collections.llmops.sglang.plugins.module_utils.systemd_props import JournalEntry
+from ansible_collections.llmops.sglang.plugins.module_utils.wait.journal_digest import JournalDigest
+from ansible_collections.llmops.sglang.plugins.module_utils.host.systemd_props import JournalEntry
 
 
 # Sample values for the placeholders of the cited strings, by the placeholder's source text; per row when the value

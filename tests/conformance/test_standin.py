@@ -24,8 +24,8 @@ import pytest
 import sglang_release
 from citations import is_file, message_pattern, rows
 from ansible_collections.llmops.sglang.plugins.module_utils import sglang_signatures as table
-from ansible_collections.llmops.sglang.plugins.module_utils.journal_digest import JournalDigest
-from ansible_collections.llmops.sglang.plugins.module_utils.systemd_props import JournalEntry
+from ansible_collections.llmops.sglang.plugins.module_utils.wait.journal_digest import JournalDigest
+from ansible_collections.llmops.sglang.plugins.module_utils.host.systemd_props import JournalEntry
 
 ROOT = sglang_release.ROOT
 STANDIN_SRC = os.path.join(ROOT, 'tests', 'standin', 'src')

@@ -60,7 +60,7 @@ def deployed(fleet):
     k26(fleet, 'playbooks/deploy_k26.yml', k26_serial=len(fleet.hosts))
     yield fleet
     # Disabled too: an enabled unit claims its GPUs for the next boot, and the preflight gate refuses a later test's
-    # instance on the same GPUs (module_utils/gpu_health.py).
+    # instance on the same GPUs (module_utils/host/gpu_health.py).
     for host in fleet.hosts:
         fleet.run(host, 'systemctl disable --now %s; systemctl reset-failed %s 2>/dev/null; true' % (UNIT, UNIT))
 

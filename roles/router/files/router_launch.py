@@ -33,7 +33,7 @@ WORKERS_OPTION = "--llmops-workers-credential"
 
 
 def read_workers(path):
-    """The worker URLs of the desired-workers file (the same rules as plugins/module_utils/router_desired.py)."""
+    """The worker URLs of the desired-workers file (the same rules as plugins/module_utils/router/router_desired.py)."""
     with open(path) as handle:
         doc = json.load(handle)
     if not isinstance(doc, dict) or not isinstance(doc.get("workers"), list):

@@ -204,7 +204,7 @@ def test_pass_through_prints_no_progress(server, extra):
 @pytest.mark.skipif(os.geteuid() != 0, reason='needs root: the module hands the file over with chown')
 def test_module_hands_its_file_to_the_owner_of_the_remote_tmp_dir(tmp_path):
     # become root from a login user: Ansible's remote tmp dir belongs to the login user, who reads the file without become
-    from ansible_collections.llmops.sglang.plugins.module_utils.wait_adapters import ProgressFile
+    from ansible_collections.llmops.sglang.plugins.module_utils.wait.wait_adapters import ProgressFile
     login_uid = 65534
     tmpdir = tmp_path / 'ansible-tmp-1'
     tmpdir.mkdir(mode=0o700)

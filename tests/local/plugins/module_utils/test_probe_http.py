@@ -12,7 +12,7 @@ import pytest
 requests = pytest.importorskip('requests')
 jmespath = pytest.importorskip('jmespath')
 
-from ansible_collections.llmops.sglang.plugins.module_utils import probe as P  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.llmops.sglang.plugins.module_utils.wait import probe as P  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.llmops.sglang.tests.local.plugins.servers import free_port  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.llmops.sglang.tests.unit.plugins.fakes import chat_body  # noqa: E402  pylint: disable=wrong-import-position
 

@@ -21,7 +21,7 @@ import pytest
 
 pytest.importorskip('requests')
 
-from ansible_collections.llmops.sglang.plugins.module_utils.wait_adapters import Host  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.llmops.sglang.plugins.module_utils.wait.wait_adapters import Host  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.llmops.sglang.plugins.modules import sglang_wait_ready as mod  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.llmops.sglang.tests.local.plugins.servers import free_port  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.llmops.sglang.tests.unit.plugins import fakes  # noqa: E402  pylint: disable=wrong-import-position
@@ -284,13 +284,13 @@ def bare_host():
 
 
 def test_port_owner_recognises_the_units_listener(server):
-    from ansible_collections.llmops.sglang.plugins.module_utils.systemd_props import unit_props
+    from ansible_collections.llmops.sglang.plugins.module_utils.host.systemd_props import unit_props
     mine = unit_props({'MainPID': str(os.getpid()), 'ControlGroup': ''})
     assert bare_host().port_owner(server.port, mine) is True
 
 
 def test_port_owner_spots_a_foreign_listener(server, tmp_path):
-    from ansible_collections.llmops.sglang.plugins.module_utils.systemd_props import unit_props
+    from ansible_collections.llmops.sglang.plugins.module_utils.host.systemd_props import unit_props
     # Another live process of this user, whose descriptors are readable and hold no socket of the port: pytest's parent.
     host = bare_host()
     theirs = unit_props({'MainPID': str(os.getppid()), 'ControlGroup': ''})

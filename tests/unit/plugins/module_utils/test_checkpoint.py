@@ -11,7 +11,7 @@ import struct
 
 import pytest
 
-from ansible_collections.llmops.sglang.plugins.module_utils import checkpoint
+from ansible_collections.llmops.sglang.plugins.module_utils.model import checkpoint
 
 SHA_A = 'a' * 64
 SHA_B = 'b' * 64

@@ -8,8 +8,8 @@ __metaclass__ = type
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from ansible_collections.llmops.sglang.plugins.module_utils import deploy_metrics as dm
-from ansible_collections.llmops.sglang.plugins.module_utils.deploy_metrics import (
+from ansible_collections.llmops.sglang.plugins.module_utils.monitoring import deploy_metrics as dm
+from ansible_collections.llmops.sglang.plugins.module_utils.monitoring.deploy_metrics import (
     file_name, marker_deadline_seconds, phase_durations, render, render_marker)
 
 UNIT = 'sglang-k26.service'

@@ -10,10 +10,10 @@ import os
 
 import pytest
 
-from ansible_collections.llmops.sglang.plugins.module_utils.file_adapters import (
+from ansible_collections.llmops.sglang.plugins.module_utils.host.file_adapters import (
     UnsafePath, open_dir, read_saved, remove_file, write_file,
 )
-from ansible_collections.llmops.sglang.plugins.module_utils.wait_adapters import PhaseFile
+from ansible_collections.llmops.sglang.plugins.module_utils.wait.wait_adapters import PhaseFile
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason='judges ownership: needs root to chown')
 USER = 4321  # any uid that is not root

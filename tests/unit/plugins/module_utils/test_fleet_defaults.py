@@ -14,7 +14,8 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.llmops.sglang.plugins.filter.fleet_defaults import sglang_default
-from ansible_collections.llmops.sglang.plugins.module_utils import fleet_defaults, router_rotation
+from ansible_collections.llmops.sglang.plugins.module_utils import fleet_defaults
+from ansible_collections.llmops.sglang.plugins.module_utils.router import router_rotation
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 

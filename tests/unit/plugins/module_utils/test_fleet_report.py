@@ -5,9 +5,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.sglang.plugins.module_utils.fleet_report import (
+from ansible_collections.llmops.sglang.plugins.module_utils.monitoring.fleet_report import (
     COLUMNS, ROTATION_COLUMN, format_table, report_rows, with_rotation)
-from ansible_collections.llmops.sglang.plugins.module_utils.preflight import health_summary
+from ansible_collections.llmops.sglang.plugins.module_utils.model.preflight import health_summary
 
 PHASES = [{'name': 'init', 'at': -4.2}, {'name': 'weights', 'at': -2.0}, {'name': 'kv_cache', 'at': 28.1},
           {'name': 'cuda_graph', 'at': 28.6}, {'name': 'http_up', 'at': 34.6}, {'name': 'warmup', 'at': 34.6},

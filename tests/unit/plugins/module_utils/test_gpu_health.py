@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from ansible_collections.llmops.sglang.plugins.module_utils import gpu_health, nvidia_smi
+from ansible_collections.llmops.sglang.plugins.module_utils.host import gpu_health, nvidia_smi
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fixtures', 'nvidia-smi', 'h200-full')
 UNIT = 'sglang-k26.service'

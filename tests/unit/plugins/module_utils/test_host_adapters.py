@@ -8,7 +8,7 @@ __metaclass__ = type
 import json
 import os
 
-from ansible_collections.llmops.sglang.plugins.module_utils import host_adapters as ha
+from ansible_collections.llmops.sglang.plugins.module_utils.host import host_adapters as ha
 
 SHOW = ('Id=sglang-k26.service\nLoadState=loaded\nActiveState=active\nSubState=running\nResult=success\nMainPID=0\n'
         'InvocationID=abc\nActiveEnterTimestamp=Thu 2026-12-03 01:00:00 UTC\nNRestarts=2\n'

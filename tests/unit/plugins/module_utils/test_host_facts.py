@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from ansible_collections.llmops.sglang.plugins.module_utils.host_facts import (
+from ansible_collections.llmops.sglang.plugins.module_utils.host.host_facts import (
     REDACTED,
     VENV_PROBE,
     checkpoint_status,

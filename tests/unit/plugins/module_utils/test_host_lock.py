@@ -5,7 +5,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.sglang.plugins.module_utils.host_lock import (
+from ansible_collections.llmops.sglang.plugins.module_utils.host.host_lock import (
     decide,
     holder_message,
     new_record,

@@ -6,8 +6,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.sglang.plugins.module_utils.journal_digest import JournalDigest, MAX_EXCERPT_LINES
-from ansible_collections.llmops.sglang.plugins.module_utils.systemd_props import JournalEntry
+from ansible_collections.llmops.sglang.plugins.module_utils.wait.journal_digest import JournalDigest, MAX_EXCERPT_LINES
+from ansible_collections.llmops.sglang.plugins.module_utils.host.systemd_props import JournalEntry
 
 UNIT = 'sglang-k26.service'
 T0 = 1780151760 * 1000000   # 2026-05-30 14:36:00 UTC, in microseconds

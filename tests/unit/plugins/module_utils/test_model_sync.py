@@ -8,7 +8,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.llmops.sglang.plugins.module_utils import model_sync
+from ansible_collections.llmops.sglang.plugins.module_utils.model import model_sync
 
 SHA = 'a' * 64
 MANIFEST = {'a.safetensors': {'size': 100, 'sha256': SHA}, 'b.safetensors': {'size': 50, 'sha256': SHA},

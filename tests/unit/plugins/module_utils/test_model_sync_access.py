@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Who may read what in a peer model sync: the forced command's request rules, known_hosts, authorized_keys, the
-ownership rule for what root writes, and how an ssh failure is told (module_utils/model_sync_access.py)."""
+ownership rule for what root writes, and how an ssh failure is told (module_utils/model/model_sync_access.py)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -14,7 +14,7 @@ import stat
 
 import pytest
 
-from ansible_collections.llmops.sglang.plugins.module_utils import model_sync_access as access
+from ansible_collections.llmops.sglang.plugins.module_utils.model import model_sync_access as access
 
 ROOTS = ['/models/k26.versions', '/data/other.versions']
 V = '/models/k26.versions/v1'

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""One model sync's decisions (module_utils/model_sync) and order (model_sync_driver) on fakes: an in-memory
+"""One model sync's decisions (module_utils/model/model_sync) and order (model_sync_driver) on fakes: an in-memory
 directory tree, a mirror and peers that answer from a script, and a fake clock (the peer wait sleeps on it only)."""
 
 from __future__ import absolute_import, division, print_function
@@ -14,8 +14,8 @@ import struct
 
 import pytest
 
-from ansible_collections.llmops.sglang.plugins.module_utils import checkpoint, model_sync, model_sync_driver
-from ansible_collections.llmops.sglang.plugins.module_utils.model_sync import TransferError
+from ansible_collections.llmops.sglang.plugins.module_utils.model import checkpoint, model_sync, model_sync_driver
+from ansible_collections.llmops.sglang.plugins.module_utils.model.model_sync import TransferError
 
 VERSIONS = '/models/k.versions'
 DEST = VERSIONS + '/v1'

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""node_exporter's flags next to the operator's ARGS (module_utils/node_exporter_flags.py)."""
+"""node_exporter's flags next to the operator's ARGS (module_utils/monitoring/node_exporter_flags.py)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -10,7 +10,7 @@ import shlex
 
 import pytest
 
-from ansible_collections.llmops.sglang.plugins.module_utils import node_exporter_flags as nef
+from ansible_collections.llmops.sglang.plugins.module_utils.monitoring import node_exporter_flags as nef
 
 DEBIAN_DEFAULTS = '# Set the command-line arguments to pass to the server.\n# ...\nARGS=""\n'
 TEXTFILE = '/var/lib/prometheus/node-exporter'

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from ansible_collections.llmops.sglang.plugins.module_utils import nvidia_smi
+from ansible_collections.llmops.sglang.plugins.module_utils.host import nvidia_smi
 
 # Real captures: a copy next to this file when the repo carries one, else the shared reference set.
 _HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fixtures', 'nvidia-smi')

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""sglang_preflight's decisions (module_utils/preflight) and the gates' order (preflight_driver) on fakes: a host
+"""sglang_preflight's decisions (module_utils/model/preflight) and the gates' order (preflight_driver) on fakes: a host
 whose nvidia-smi, systemctl and files answer from a script, a checkpoint directory as listings and bytes, and a fake
 clock (nothing sleeps, nothing runs)."""
 
@@ -16,7 +16,9 @@ import struct
 
 import pytest
 
-from ansible_collections.llmops.sglang.plugins.module_utils import checkpoint, nvidia_smi, preflight, preflight_driver
+from ansible_collections.llmops.sglang.plugins.module_utils.host import nvidia_smi
+
+from ansible_collections.llmops.sglang.plugins.module_utils.model import checkpoint, preflight, preflight_driver
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fixtures', 'nvidia-smi', 'h200-full')
 ROOT_DIR = stat.S_IFDIR | 0o700

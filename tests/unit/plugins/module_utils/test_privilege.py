@@ -5,7 +5,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.sglang.plugins.module_utils.privilege import root_refusal
+from ansible_collections.llmops.sglang.plugins.module_utils.host.privilege import root_refusal
 
 
 def test_root_is_not_refused():

@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.sglang.plugins.module_utils import probe as P
+from ansible_collections.llmops.sglang.plugins.module_utils.wait import probe as P
 
 
 def test_quote_body_is_bounded():

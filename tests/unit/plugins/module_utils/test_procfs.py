@@ -6,7 +6,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.sglang.plugins.module_utils import procfs
+from ansible_collections.llmops.sglang.plugins.module_utils.host import procfs
 
 TCP = """  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
    0: 00000000:0016 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 149006 1 0000000041cbe98d 100 0 0 10 0

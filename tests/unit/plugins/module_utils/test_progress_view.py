@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.llmops.sglang.plugins.module_utils.nvidia_smi import parse_query_gpu
+from ansible_collections.llmops.sglang.plugins.module_utils.host.nvidia_smi import parse_query_gpu
 from ansible_collections.llmops.sglang.plugins.module_utils.progress_view import (
     LABEL_WIDTH, REFRESH_EVERY, ProgressPrinter, final_line, gpu_memory, phase_durations, status_line, time_in_phase,
 )

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Whose prometheus.yml it is, and what an operator's lacks (module_utils/prometheus_config.py)."""
+"""Whose prometheus.yml it is, and what an operator's lacks (module_utils/monitoring/prometheus_config.py)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -11,7 +11,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.llmops.sglang.plugins.module_utils import prometheus_config as pc
+from ansible_collections.llmops.sglang.plugins.module_utils.monitoring import prometheus_config as pc
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # Debian 12's packaged /etc/prometheus/prometheus.yml (prometheus 2.42.0+ds-5+deb12u1, from the .deb) and the md5 dpkg

@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from ansible_collections.llmops.sglang.plugins.filter.pins import sglang_pin
-from ansible_collections.llmops.sglang.plugins.module_utils.role_inputs import instance_problems, server_problems
-from ansible_collections.llmops.sglang.plugins.module_utils.server_args import ServerArgsError, build_argv
+from ansible_collections.llmops.sglang.plugins.module_utils.rollout.role_inputs import instance_problems, server_problems
+from ansible_collections.llmops.sglang.plugins.module_utils.rollout.server_args import ServerArgsError, build_argv
 
 from pathlib import Path
 

@@ -7,7 +7,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.llmops.sglang.plugins.module_utils.rollout_plan import (
+from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_plan import (
     host_route,
     normalize_serial,
     plan_host,

@@ -7,14 +7,14 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.llmops.sglang.plugins.module_utils.rollout_state import (
+from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_state import (
     after_rollback,
     after_wait,
     is_verified,
     pins_of,
     start_action,
 )
-from ansible_collections.llmops.sglang.plugins.module_utils.procfs import boot_time_of, process_started_at
+from ansible_collections.llmops.sglang.plugins.module_utils.host.procfs import boot_time_of, process_started_at
 
 PINS = {'sglang': '0.5.23', 'compressed-tensors': '0.18.0'}
 SAME = {'unit': True, 'env': True, 'secrets.env': True}

@@ -14,9 +14,9 @@ import types
 
 import pytest
 
-from ansible_collections.llmops.sglang.plugins.module_utils.file_adapters import UnsafePath
-from ansible_collections.llmops.sglang.plugins.module_utils.router_desired import after, parse, render
-from ansible_collections.llmops.sglang.plugins.module_utils.router_desired_adapters import load, store
+from ansible_collections.llmops.sglang.plugins.module_utils.host.file_adapters import UnsafePath
+from ansible_collections.llmops.sglang.plugins.module_utils.router.router_desired import after, parse, render
+from ansible_collections.llmops.sglang.plugins.module_utils.router.router_desired_adapters import load, store
 
 A, B, C = "http://10.0.0.1:30001", "http://10.0.0.2:30001", "http://10.0.0.3:30001"
 LAUNCHER = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "router", "files", "router_launch.py")

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The router role's input rules (module_utils/router_inputs.py): above all, no keyless router beyond loopback."""
+"""The router role's input rules (module_utils/router/router_inputs.py): above all, no keyless router beyond loopback."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from ansible_collections.llmops.sglang.plugins.filter.router import sglang_router_input_problems
-from ansible_collections.llmops.sglang.plugins.module_utils.router_inputs import is_loopback, router_problems
+from ansible_collections.llmops.sglang.plugins.module_utils.router.router_inputs import is_loopback, router_problems
 
 ROLE = Path(__file__).resolve().parents[4] / 'roles' / 'router'
 DEFAULTS = yaml.safe_load((ROLE / 'defaults' / 'main.yml').read_text())

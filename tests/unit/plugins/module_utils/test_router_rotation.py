@@ -8,7 +8,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.llmops.sglang.plugins.module_utils.router_rotation import (
+from ansible_collections.llmops.sglang.plugins.module_utils.router.router_rotation import (
     capacity,
     in_flight,
     listed,
@@ -153,7 +153,7 @@ def test_rotation_column():
 
 
 def test_fleet_workers_rank0_only_and_every_instance():
-    from ansible_collections.llmops.sglang.plugins.module_utils.router_rotation import fleet_workers
+    from ansible_collections.llmops.sglang.plugins.module_utils.router.router_rotation import fleet_workers
     hostvars = {
         "a": {"ansible_host": "10.0.0.1"},
         "b": {"ansible_host": "10.0.0.2", "k26_instances": [{"name": "x", "port": 30001},
@@ -169,7 +169,7 @@ def test_fleet_workers_rank0_only_and_every_instance():
 
 
 def test_rotation_report():
-    from ansible_collections.llmops.sglang.plugins.module_utils.router_rotation import rotation_report
+    from ansible_collections.llmops.sglang.plugins.module_utils.router.router_rotation import rotation_report
     lines = rotation_report([{"host": "h1", "instance": "sglang-k26", "url": A},
                              {"host": "h2", "instance": "sglang-k26", "url": B}], {"r1": [A]})
     assert lines[0].split() == ["host", "instance", "worker", "in", "rotation"]

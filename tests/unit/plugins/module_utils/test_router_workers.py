@@ -8,7 +8,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.llmops.sglang.plugins.module_utils import router_workers as rw
+from ansible_collections.llmops.sglang.plugins.module_utils.router import router_workers as rw
 
 A, B, C = "http://10.0.0.1:30001", "http://10.0.0.2:30001", "http://10.0.0.3:30001"
 ROUTER = "http://127.0.0.1:30080"

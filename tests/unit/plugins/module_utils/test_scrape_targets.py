@@ -7,7 +7,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.llmops.sglang.plugins.module_utils.scrape_targets import TargetsError, file_sd_groups
+from ansible_collections.llmops.sglang.plugins.module_utils.monitoring.scrape_targets import TargetsError, file_sd_groups
 
 DEFAULT = [{'name': 'sglang-k26', 'port': 30000}]
 

@@ -7,7 +7,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.llmops.sglang.plugins.module_utils.server_args import (
+from ansible_collections.llmops.sglang.plugins.module_utils.rollout.server_args import (
     ServerArgsError,
     build_argv,
     normalize_flag,
@@ -97,7 +97,7 @@ def test_exec_line_joins_quoted_words():
 
 
 def test_environment_lines_quote_and_sort():
-    from ansible_collections.llmops.sglang.plugins.module_utils.server_args import environment_lines
+    from ansible_collections.llmops.sglang.plugins.module_utils.rollout.server_args import environment_lines
     assert environment_lines({'B': 'x y', 'A': 1, 'C': None, 'D': True, 'E': 'a"b\\c', 'F': '$HOME %h'}) == [
         'A="1"', 'B="x y"', 'D="1"', 'E="a\\"b\\\\c"', 'F="$HOME %h"']
 
@@ -110,7 +110,7 @@ def test_environment_lines_quote_and_sort():
     (['A=1'], 'must be a dict'),
 ])
 def test_environment_lines_refuse_bad_input(env, message):
-    from ansible_collections.llmops.sglang.plugins.module_utils.server_args import environment_lines
+    from ansible_collections.llmops.sglang.plugins.module_utils.rollout.server_args import environment_lines
     with pytest.raises(ServerArgsError, match=message):
         environment_lines(env)
 
@@ -158,7 +158,7 @@ def test_parser_refusal_without_an_argparse_line():
 
 
 def test_secret_environment_names_each_flag_by_its_field():
-    from ansible_collections.llmops.sglang.plugins.module_utils.server_args import secret_environment
+    from ansible_collections.llmops.sglang.plugins.module_utils.rollout.server_args import secret_environment
     assert secret_environment({'admin-api-key': 'sk-a', '--ssl_keyfile_password': 'pw',
                                'watermark-config': {'key_b': 'b', 'key': 'k'}}) == {
         'LLMOPS_SGLANG_SECRET_ADMIN_API_KEY': 'sk-a',

@@ -21,7 +21,7 @@ SCRIPT = os.path.join(ROOT, 'roles', 'server', 'files', 'llmops_sglang_sync_serv
 
 @pytest.fixture
 def serve(tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(os.path.join(ROOT, 'plugins', 'module_utils'))
+    monkeypatch.syspath_prepend(os.path.join(ROOT, 'plugins', 'module_utils', 'model'))
     loader = importlib.machinery.SourceFileLoader('llmops_sglang_sync_serve', SCRIPT)
     spec = importlib.util.spec_from_loader(loader.name, loader)
     script = importlib.util.module_from_spec(spec)

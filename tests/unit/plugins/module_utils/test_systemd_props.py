@@ -8,7 +8,7 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.llmops.sglang.plugins.module_utils import systemd_props as sp
+from ansible_collections.llmops.sglang.plugins.module_utils.host import systemd_props as sp
 
 SHOW_FAILED = """Id=sglang-k26.service
 ExecMainStartTimestampMonotonic=5123456789

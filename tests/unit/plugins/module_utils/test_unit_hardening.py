@@ -12,7 +12,7 @@ import jinja2
 import pytest
 import yaml
 
-from ansible_collections.llmops.sglang.plugins.module_utils.role_inputs import (
+from ansible_collections.llmops.sglang.plugins.module_utils.rollout.role_inputs import (
     UNIT_OWN_SETTINGS,
     server_problems,
     unit_hardening_problems,

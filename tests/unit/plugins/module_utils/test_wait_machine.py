@@ -10,12 +10,12 @@ import random
 
 import pytest
 
-from ansible_collections.llmops.sglang.plugins.module_utils import probe as P
-from ansible_collections.llmops.sglang.plugins.module_utils import wait_driver
-from ansible_collections.llmops.sglang.plugins.module_utils import wait_report as R
-from ansible_collections.llmops.sglang.plugins.module_utils.systemd_props import JournalEntry, UnitProps
+from ansible_collections.llmops.sglang.plugins.module_utils.wait import probe as P
+from ansible_collections.llmops.sglang.plugins.module_utils.wait import wait_driver
+from ansible_collections.llmops.sglang.plugins.module_utils.wait import wait_report as R
+from ansible_collections.llmops.sglang.plugins.module_utils.host.systemd_props import JournalEntry, UnitProps
 from ansible_collections.llmops.sglang.plugins.module_utils.formats import fmt_duration
-from ansible_collections.llmops.sglang.plugins.module_utils.wait_machine import (
+from ansible_collections.llmops.sglang.plugins.module_utils.wait.wait_machine import (
     BAD_RESPONSE_LIMIT, INACTIVE_GRACE, JITTER, REASONS, SETTLE_DELAY, SETTLE_READS, UNIT_QUERY_ATTEMPTS, Config,
     Failure, WaitMachine,
 )

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.llmops.sglang.plugins.module_utils import wait_options
+from ansible_collections.llmops.sglang.plugins.module_utils.wait import wait_options
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_signatures import REDACTED, redact, secret_values
-from ansible_collections.llmops.sglang.plugins.module_utils.wait_machine import REASONS, Failure
+from ansible_collections.llmops.sglang.plugins.module_utils.wait.wait_machine import REASONS, Failure
 from ansible_collections.llmops.sglang.plugins.modules import sglang_wait_ready as mod
 
 ROLE = Path(__file__).resolve().parents[4] / 'roles' / 'server'

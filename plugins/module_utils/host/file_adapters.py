@@ -22,7 +22,7 @@ __metaclass__ = type
 import errno
 import os
 
-from ansible_collections.llmops.sglang.plugins.module_utils.trust import (
+from ansible_collections.llmops.sglang.plugins.module_utils.host.trust import (
     others_may_write, record_of, saved_entry_problem,
 )
 

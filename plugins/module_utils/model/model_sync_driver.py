@@ -18,8 +18,8 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.llmops.sglang.plugins.module_utils import checkpoint, model_sync
-from ansible_collections.llmops.sglang.plugins.module_utils.model_sync import TransferError
+from ansible_collections.llmops.sglang.plugins.module_utils.model import checkpoint, model_sync
+from ansible_collections.llmops.sglang.plugins.module_utils.model.model_sync import TransferError
 
 
 class Failed(Exception):

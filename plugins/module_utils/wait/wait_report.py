@@ -13,12 +13,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.llmops.sglang.plugins.module_utils.formats import fmt_duration
-from ansible_collections.llmops.sglang.plugins.module_utils.probe import (
+from ansible_collections.llmops.sglang.plugins.module_utils.wait.probe import (
     FOREIGN, MODEL_INFO_PATH, MODELS_PATH, OK, PROBE_PATHS, REFUSED, TIMEOUT, join_url,
 )
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_signatures import phase_by_name, phase_label, redact
-from ansible_collections.llmops.sglang.plugins.module_utils.systemd_props import operator_journal_cmd, unit_summary
-from ansible_collections.llmops.sglang.plugins.module_utils.wait_machine import INACTIVE_GRACE
+from ansible_collections.llmops.sglang.plugins.module_utils.host.systemd_props import operator_journal_cmd, unit_summary
+from ansible_collections.llmops.sglang.plugins.module_utils.wait.wait_machine import INACTIVE_GRACE
 
 PROGRESS_EVERY = 5.0         # progress_file is rewritten at every change and at least this often
 PROGRESS_GPU_EVERY = 30.0    # nvidia-smi costs far more than a poll: at a phase change, else at most this often

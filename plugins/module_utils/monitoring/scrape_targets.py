@@ -23,7 +23,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.llmops.sglang.plugins.module_utils.role_inputs import is_loopback
+from ansible_collections.llmops.sglang.plugins.module_utils.rollout.role_inputs import is_loopback
 
 JOBS = ('sglang', 'node', 'router')
 _NAME_RE = re.compile(r'^[A-Za-z0-9:_.@-]+$')

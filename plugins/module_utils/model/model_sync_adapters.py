@@ -15,9 +15,9 @@ import os
 import threading
 from urllib.parse import quote
 
-from ansible_collections.llmops.sglang.plugins.module_utils import checkpoint, model_sync, model_sync_access as access
-from ansible_collections.llmops.sglang.plugins.module_utils.checkpoint_adapters import sha256_file, shard_problem, write_cache
-from ansible_collections.llmops.sglang.plugins.module_utils.model_sync import TransferError
+from ansible_collections.llmops.sglang.plugins.module_utils.model import checkpoint, model_sync, model_sync_access as access
+from ansible_collections.llmops.sglang.plugins.module_utils.model.checkpoint_adapters import sha256_file, shard_problem, write_cache
+from ansible_collections.llmops.sglang.plugins.module_utils.model.model_sync import TransferError
 
 CHUNK = 1024 * 1024
 

@@ -28,8 +28,8 @@ import random
 from collections import namedtuple
 from urllib.parse import urlparse
 
-from ansible_collections.llmops.sglang.plugins.module_utils.journal_digest import JournalDigest
-from ansible_collections.llmops.sglang.plugins.module_utils.probe import (
+from ansible_collections.llmops.sglang.plugins.module_utils.wait.journal_digest import JournalDigest
+from ansible_collections.llmops.sglang.plugins.module_utils.wait.probe import (
     BAD, COMPLETION_PROBES, OK, REFUSED, REJECTED, TIMEOUT, UNSERVED_MODEL_HINT, foreign_connect,
 )
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_signatures import phase_index

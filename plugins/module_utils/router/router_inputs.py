@@ -21,7 +21,7 @@ __metaclass__ = type
 import re
 
 # One rule for every listener of the collection: what counts as reachable from this host only.
-from ansible_collections.llmops.sglang.plugins.module_utils.role_inputs import is_loopback
+from ansible_collections.llmops.sglang.plugins.module_utils.rollout.role_inputs import is_loopback
 
 # useradd(8)'s default NAME_REGEX.
 _ACCOUNT = re.compile(r'^[a-z_][a-z0-9_-]{0,31}$')

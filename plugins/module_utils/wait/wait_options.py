@@ -11,9 +11,9 @@ __metaclass__ = type
 import re
 from urllib.parse import urlparse
 
-from ansible_collections.llmops.sglang.plugins.module_utils.probe import COMPLETION_PROBES, PROBES
+from ansible_collections.llmops.sglang.plugins.module_utils.wait.probe import COMPLETION_PROBES, PROBES
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_signatures import secret_values
-from ansible_collections.llmops.sglang.plugins.module_utils.wait_machine import Config
+from ansible_collections.llmops.sglang.plugins.module_utils.wait.wait_machine import Config
 
 CURSOR_RE = re.compile(r'^[a-z]=[0-9a-f]+(?:;[a-z]=[0-9a-f]+)*$')
 UNIT_RE = re.compile(r'^[A-Za-z0-9:_.@\\-]+$')

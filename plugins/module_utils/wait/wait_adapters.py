@@ -19,14 +19,14 @@ import time
 import traceback
 from urllib.parse import urlparse
 
-from ansible_collections.llmops.sglang.plugins.module_utils.deploy_metrics import phase_file_name, render_phase
-from ansible_collections.llmops.sglang.plugins.module_utils.file_adapters import UnsafePath, remove_file, write_file
-from ansible_collections.llmops.sglang.plugins.module_utils.nvidia_smi import parse_query_gpu, query_cmd
-from ansible_collections.llmops.sglang.plugins.module_utils.probe import OK, Outcome, build_request, classify_error, classify_http
-from ansible_collections.llmops.sglang.plugins.module_utils.procfs import (
+from ansible_collections.llmops.sglang.plugins.module_utils.monitoring.deploy_metrics import phase_file_name, render_phase
+from ansible_collections.llmops.sglang.plugins.module_utils.host.file_adapters import UnsafePath, remove_file, write_file
+from ansible_collections.llmops.sglang.plugins.module_utils.host.nvidia_smi import parse_query_gpu, query_cmd
+from ansible_collections.llmops.sglang.plugins.module_utils.wait.probe import OK, Outcome, build_request, classify_error, classify_http
+from ansible_collections.llmops.sglang.plugins.module_utils.host.procfs import (
     cgroup_procs_paths, listening_inodes, parse_pids, socket_inode,
 )
-from ansible_collections.llmops.sglang.plugins.module_utils.systemd_props import (
+from ansible_collections.llmops.sglang.plugins.module_utils.host.systemd_props import (
     current_run_entries, journal_cmd, parse_journal_json, parse_show, show_cmd, unit_props,
 )
 

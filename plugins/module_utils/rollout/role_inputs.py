@@ -15,14 +15,14 @@ __metaclass__ = type
 import ipaddress
 import re
 
-from ansible_collections.llmops.sglang.plugins.module_utils.server_args import (
+from ansible_collections.llmops.sglang.plugins.module_utils.rollout.server_args import (
     ServerArgsError,
     build_argv,
     environment_lines,
     secret_environment,
 )
-from ansible_collections.llmops.sglang.plugins.module_utils.model_sync import check_manifest
-from ansible_collections.llmops.sglang.plugins.module_utils.model_sync_access import known_hosts_problem, ssh_options_problem
+from ansible_collections.llmops.sglang.plugins.module_utils.model.model_sync import check_manifest
+from ansible_collections.llmops.sglang.plugins.module_utils.model.model_sync_access import known_hosts_problem, ssh_options_problem
 
 # A unit name systemd accepts (systemd.unit(5): letters, digits, ":-_.\\", "@" once for a template instance),
 # without the ".service" the role appends.

@@ -13,10 +13,10 @@ __metaclass__ = type
 import json
 from urllib.parse import quote
 
-from ansible_collections.llmops.sglang.plugins.module_utils import router_desired_adapters
-from ansible_collections.llmops.sglang.plugins.module_utils.file_adapters import UnsafePath
-from ansible_collections.llmops.sglang.plugins.module_utils.router_rotation import listed
-from ansible_collections.llmops.sglang.plugins.module_utils.router_workers import DesiredFileError, RouterError
+from ansible_collections.llmops.sglang.plugins.module_utils.router import router_desired_adapters
+from ansible_collections.llmops.sglang.plugins.module_utils.host.file_adapters import UnsafePath
+from ansible_collections.llmops.sglang.plugins.module_utils.router.router_rotation import listed
+from ansible_collections.llmops.sglang.plugins.module_utils.router.router_workers import DesiredFileError, RouterError
 
 
 class Router(object):

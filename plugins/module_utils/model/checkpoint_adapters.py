@@ -15,7 +15,7 @@ import stat
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.llmops.sglang.plugins.module_utils import checkpoint
+from ansible_collections.llmops.sglang.plugins.module_utils.model import checkpoint
 
 CHUNK = 8 * 1024 * 1024   # bytes per read while hashing
 

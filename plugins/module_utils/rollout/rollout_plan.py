@@ -22,7 +22,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.sglang.plugins.module_utils.rollout_state import (
+from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_state import (
     RUNNING,
     is_verified,
     start_action,

@@ -19,9 +19,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.sglang.plugins.module_utils import wait_report
-from ansible_collections.llmops.sglang.plugins.module_utils.probe import OK
-from ansible_collections.llmops.sglang.plugins.module_utils.wait_machine import SETTLE_DELAY
+from ansible_collections.llmops.sglang.plugins.module_utils.wait import wait_report
+from ansible_collections.llmops.sglang.plugins.module_utils.wait.probe import OK
+from ansible_collections.llmops.sglang.plugins.module_utils.wait.wait_machine import SETTLE_DELAY
 
 
 def _no_warning(msg):

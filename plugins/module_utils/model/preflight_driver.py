@@ -17,7 +17,9 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.llmops.sglang.plugins.module_utils import checkpoint, gpu_health, nvidia_smi, preflight
+from ansible_collections.llmops.sglang.plugins.module_utils.host import gpu_health, nvidia_smi
+
+from ansible_collections.llmops.sglang.plugins.module_utils.model import checkpoint, preflight
 
 
 def peer_claims(params, host, own):

@@ -19,7 +19,7 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.llmops.sglang.plugins.module_utils.router_rotation import normalize_url
+from ansible_collections.llmops.sglang.plugins.module_utils.router.router_rotation import normalize_url
 
 MAX_WORKERS = 4096
 

@@ -24,7 +24,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.llmops.sglang.plugins.module_utils.fleet_report import time_to_ready_seconds
+from ansible_collections.llmops.sglang.plugins.module_utils.monitoring.fleet_report import time_to_ready_seconds
 
 PREFIX = 'sglang_deploy_'
 # name (without the prefix), help; every metric is a gauge labelled with the systemd unit.

@@ -12,7 +12,7 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.llmops.sglang.plugins.module_utils.procfs import listening_sockets
+from ansible_collections.llmops.sglang.plugins.module_utils.host.procfs import listening_sockets
 from ansible_collections.llmops.sglang.plugins.module_utils.sglang_signatures import REDACTED, SECRET_FLAGS
 
 # Packages whose versions decide whether a K2.6 launch works (compressed-tensors: nvfp4; torch: CUDA build).

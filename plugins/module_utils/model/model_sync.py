@@ -6,7 +6,7 @@
 The module (plugins/modules/sglang_model_sync.py) wires model_sync_driver, which lists, transfers, hashes and renames
 through the adapters (model_sync_adapters); these functions decide: the options, the paths that must be safe, the
 plan, the peer wait and its fallback to the mirror, what verification removes. Verification is the checkpoint gate's
-(module_utils/checkpoint.py), never a copy of it here.
+(module_utils/model/checkpoint.py), never a copy of it here.
 
 Fan-out. A fleet must not pull a 595 GB checkpoint from one mirror N times: a host that has the verified version
 serves the next ones. Hosts sync in waves: in a wave every host that already has the version serves one host that
@@ -25,8 +25,8 @@ import hashlib
 import json
 import os
 
-from ansible_collections.llmops.sglang.plugins.module_utils.checkpoint import parse_manifest
-from ansible_collections.llmops.sglang.plugins.module_utils import model_sync_access
+from ansible_collections.llmops.sglang.plugins.module_utils.model.checkpoint import parse_manifest
+from ansible_collections.llmops.sglang.plugins.module_utils.model import model_sync_access
 
 # Written into the version directory, last, before it is renamed from its staging name: a host that has this file
 # in the final directory has the whole version, verified. (The peers' serving script reads the same names.)

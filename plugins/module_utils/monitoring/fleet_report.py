@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.llmops.sglang.plugins.module_utils.formats import fmt_seconds
-from ansible_collections.llmops.sglang.plugins.module_utils.router_rotation import rotation_column
+from ansible_collections.llmops.sglang.plugins.module_utils.router.router_rotation import rotation_column
 
 COLUMNS = ('host', 'instance', 'state', 'time to ready', 'phases (s since start-up began)', 'sglang / compressed-tensors / torch',
            'GPU memory', 'health (GPUs; checkpoint)')

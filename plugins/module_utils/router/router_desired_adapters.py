@@ -15,8 +15,8 @@ __metaclass__ = type
 import errno
 import os
 
-from ansible_collections.llmops.sglang.plugins.module_utils.file_adapters import UnsafePath, read_saved, write_file
-from ansible_collections.llmops.sglang.plugins.module_utils.router_desired import parse, render
+from ansible_collections.llmops.sglang.plugins.module_utils.host.file_adapters import UnsafePath, read_saved, write_file
+from ansible_collections.llmops.sglang.plugins.module_utils.router.router_desired import parse, render
 
 MODE = 0o600
 

@@ -35,7 +35,7 @@ import stat
 
 # The characters a path component may have in a request: what checkpoint file names use (HF shards, tokenizer
 # files, configuration_*.py); no spaces, quotes, globs or shell syntax, so a request is one unambiguous line.
-# The names both sides agree on (module_utils/model_sync.py re-exports them): the marker a whole, verified version
+# The names both sides agree on (module_utils/model/model_sync.py re-exports them): the marker a whole, verified version
 # directory holds, the staging directory's prefix, and the note a failed sync leaves in it.
 MARKER_NAME = '.llmops-model.json'
 STAGING_PREFIX = '.staging-'

@@ -12,7 +12,7 @@ __metaclass__ = type
 import glob
 import os
 
-from ansible_collections.llmops.sglang.plugins.module_utils.systemd_props import parse_show
+from ansible_collections.llmops.sglang.plugins.module_utils.host.systemd_props import parse_show
 
 
 def read_text(path):

@@ -20,8 +20,8 @@ __metaclass__ = type
 
 import uuid
 
-from ansible_collections.llmops.sglang.plugins.module_utils.router_desired import after as desired_after
-from ansible_collections.llmops.sglang.plugins.module_utils.router_rotation import normalize_url, plan
+from ansible_collections.llmops.sglang.plugins.module_utils.router.router_desired import after as desired_after
+from ansible_collections.llmops.sglang.plugins.module_utils.router.router_rotation import normalize_url, plan
 
 REQUESTS_COUNTER = "sglang:num_requests_total"
 

@@ -13,7 +13,9 @@ __metaclass__ = type
 import json
 import stat
 
-from ansible_collections.llmops.sglang.plugins.module_utils import checkpoint, gpu_health
+from ansible_collections.llmops.sglang.plugins.module_utils.host import gpu_health
+
+from ansible_collections.llmops.sglang.plugins.module_utils.model import checkpoint
 
 ARGUMENT_SPEC = dict(
     unit=dict(type='str', required=True),

@@ -15,14 +15,14 @@ import hashlib
 import json
 import os
 
-from ansible_collections.llmops.sglang.plugins.module_utils.file_adapters import tree_records
-from ansible_collections.llmops.sglang.plugins.module_utils.host_facts import (
+from ansible_collections.llmops.sglang.plugins.module_utils.host.file_adapters import tree_records
+from ansible_collections.llmops.sglang.plugins.module_utils.host.host_facts import (
     VENV_PROBE, checkpoint_status, listening_ports, parse_cmdline, parse_venv_probe, redact_argv,
 )
-from ansible_collections.llmops.sglang.plugins.module_utils.nvidia_smi import parse_query_gpu, query_cmd
-from ansible_collections.llmops.sglang.plugins.module_utils.procfs import boot_time_of, process_started_at
-from ansible_collections.llmops.sglang.plugins.module_utils.systemd_props import parse_show
-from ansible_collections.llmops.sglang.plugins.module_utils.trust import record_of, tree_problems, tree_refusal
+from ansible_collections.llmops.sglang.plugins.module_utils.host.nvidia_smi import parse_query_gpu, query_cmd
+from ansible_collections.llmops.sglang.plugins.module_utils.host.procfs import boot_time_of, process_started_at
+from ansible_collections.llmops.sglang.plugins.module_utils.host.systemd_props import parse_show
+from ansible_collections.llmops.sglang.plugins.module_utils.host.trust import record_of, tree_problems, tree_refusal
 
 # What both modules read of a unit (sglang_info adds its own on top).
 SERVICE_PROPERTIES = ('Id', 'LoadState', 'ActiveState', 'SubState', 'Result', 'MainPID', 'InvocationID',
