@@ -58,7 +58,160 @@ def test_module_utils_import_only_module_utils_and_third_party_only_in_adapters(
         if name.startswith(COLLECTION + 'module_utils'):
             return True
         return os.path.basename(path).endswith('_adapters.py') and not name.startswith(('ansible', 'ansible_collections'))
-    assert broken('plugins/module_utils/*.py', allowed) == {}
+    assert broken('plugins/module_utils/**/*.py', allowed) == {}
+
+
+# The rooms of plugins/module_utils (issue 24: grouped by concern) and the rooms each may import. '' is the shared
+# root (pins, sglang_signatures, secret_flags, formats, fleet_defaults, progress_view): it imports no room. The table
+# is a one-way street (checked below: no cycle), in this order: root < host < model < rollout < router < monitoring,
+# and wait, which imports host and monitoring (the deploy metrics' phase file) and is imported by no room.
+ROOM_IMPORTS = {
+    '': (),
+    'host': ('',),
+    'model': ('', 'host'),
+    'rollout': ('', 'model'),
+    'router': ('', 'host', 'rollout'),
+    'monitoring': ('', 'rollout', 'router'),
+    'wait': ('', 'host', 'monitoring'),
+}
+MODULE_UTILS = os.path.join(ROOT, 'plugins', 'module_utils')
+
+
+def room_dirs():
+    """The sub-packages of plugins/module_utils as they are in the tree."""
+    return sorted(name for name in os.listdir(MODULE_UTILS)
+                  if os.path.isdir(os.path.join(MODULE_UTILS, name)) and name != '__pycache__')
+
+
+def room_of(path, top=MODULE_UTILS):
+    """'' for a file of the shared root, else its room's name."""
+    parts = os.path.relpath(path, top).split(os.sep)
+    return parts[0] if len(parts) > 1 else ''
+
+
+def imported_units(path, rooms):
+    """The collection's module_utils units a file imports, as dotted paths below module_utils ('host.procfs',
+    'pins'); `from ...module_utils.host import procfs` counts as 'host.procfs'."""
+    with open(path, encoding='utf-8') as handle:
+        tree = ast.parse(handle.read(), path)
+    prefix = COLLECTION + 'module_utils'
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            found.add('.' * node.level + (node.module or ''))   # refused: the repo imports by the full name
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(prefix):
+            below = node.module[len(prefix) + 1:]
+            if below and below not in rooms:
+                found.add(below)
+            else:
+                found.update('.'.join(part for part in (below, alias.name) if part) for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name[len(prefix) + 1:] for alias in node.names if alias.name.startswith(prefix + '.'))
+    return found
+
+
+def room_problems(paths, rooms, room_imports, top=MODULE_UTILS):
+    """{file: [what it imports that its room may not]} for module_utils files (below top), given the room directories
+    and the table; a relative import is refused (the repo's form is the absolute ansible_collections one)."""
+    problems = {}
+    for path in paths:
+        mine = room_of(path, top)
+        bad = []
+        for unit in sorted(imported_units(path, rooms)):
+            if unit.startswith('.'):
+                bad.append(unit)
+                continue
+            target = unit.split('.')[0] if unit.split('.')[0] in rooms else ''
+            if target != mine and target not in room_imports.get(mine, ()):
+                bad.append('%s (room %s)' % (unit, target or 'root'))
+        if bad:
+            problems[os.path.relpath(path, top)] = bad
+    return problems
+
+
+def test_module_utils_rooms_are_the_stated_ones_each_a_package_with_an_empty_init():
+    rooms = room_dirs()
+    assert sorted(room for room in ROOM_IMPORTS if room) == rooms
+    for room in rooms:
+        init = os.path.join(MODULE_UTILS, room, '__init__.py')
+        assert os.path.isfile(init) and os.path.getsize(init) == 0, init   # ansible-test's empty-init rule
+        assert [path for path in files('plugins/module_utils/%s/*.py' % room) if not path.endswith('__init__.py')], room
+    assert not [path for path in files('plugins/module_utils/*.py') if path.endswith('__init__.py')]
+    assert len(files('plugins/module_utils/**/*.py')) > 40   # the recursive glob sees the rooms
+
+
+def test_each_module_utils_room_imports_only_the_rooms_it_may():
+    # host never imports router, the root imports no room, ... (the table above, which docs/architecture.md states).
+    assert room_problems(files('plugins/module_utils/**/*.py'), room_dirs(), ROOM_IMPORTS) == {}
+
+
+def test_the_room_table_is_a_one_way_street():
+    def reaches(start, goal, seen=()):
+        return any(room == goal or (room not in seen and reaches(room, goal, seen + (room,)))
+                   for room in ROOM_IMPORTS[start])
+    assert [room for room in ROOM_IMPORTS if reaches(room, room)] == []
+    assert set(room for allowed in ROOM_IMPORTS.values() for room in allowed) <= set(ROOM_IMPORTS)
+
+
+def test_the_room_check_can_fail(tmp_path):
+    # A root importing a room, host importing router (also in the `from ... import room` form), a relative import,
+    # and a real file against a tighter table: each is refused.
+    (tmp_path / 'host').mkdir()
+    (tmp_path / 'pins.py').write_text('from %smodule_utils.host.procfs import parse_pids\n' % COLLECTION)
+    (tmp_path / 'host' / 'lock.py').write_text('from %smodule_utils.router import router_rotation\n'
+                                               'from %smodule_utils import formats\n'
+                                               'from ..router.router_desired import parse\n' % (COLLECTION, COLLECTION))
+    found = room_problems([str(tmp_path / 'pins.py'), str(tmp_path / 'host' / 'lock.py')], ['host', 'router'],
+                          ROOM_IMPORTS, top=str(tmp_path))
+    assert found == {'pins.py': ['host.procfs (room host)'],
+                     os.path.join('host', 'lock.py'): ['..router.router_desired', 'router.router_rotation (room router)']}
+    swapped = dict(ROOM_IMPORTS, wait=('',))
+    found = room_problems(files('plugins/module_utils/wait/wait_adapters.py'), room_dirs(), swapped)
+    assert 'host.procfs (room host)' in found['wait/wait_adapters.py'], found
+
+
+# What a pure unit may not do (docs/architecture.md: "pure logic in module_utils, no I/O; I/O in *_adapters.py"):
+# import what reads or writes the world, call open(), or call os beyond the path arithmetic of os.path.
+IO_MODULES = ('subprocess', 'socket', 'socketserver', 'ssl', 'select', 'selectors', 'threading', 'multiprocessing',
+              'tempfile', 'glob', 'shutil', 'io', 'http', 'urllib.request', 'requests', 'pty', 'fcntl', 'asyncio',
+              'syslog', 'signal', 'pathlib')
+PURE_OS_PATH = ('join', 'dirname', 'basename', 'normpath', 'split', 'splitext', 'isabs', 'relpath', 'commonpath', 'sep')
+PURE_OS = ('path', 'sep', 'stat_result', 'linesep')
+
+
+def io_calls(path):
+    """What in a file does I/O by the rule above: an import of an I/O module, open(), or an os call."""
+    with open(path, encoding='utf-8') as handle:
+        tree = ast.parse(handle.read(), path)
+    found = set()
+    for name in imports(path):
+        if name in IO_MODULES or name.split('.')[0] in IO_MODULES:
+            found.add('import %s' % name)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == 'open':
+            found.add('open()')
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == 'os':
+            if node.attr not in PURE_OS:
+                found.add('os.%s' % node.attr)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) \
+                and isinstance(node.value.value, ast.Name) and node.value.value.id == 'os' and node.value.attr == 'path':
+            if node.attr not in PURE_OS_PATH:
+                found.add('os.path.%s' % node.attr)
+    return sorted(found)
+
+
+def test_module_utils_units_do_no_io_only_adapters_do():
+    units = [path for path in files('plugins/module_utils/**/*.py') if not path.endswith('_adapters.py')]
+    assert len(units) > 30 and any(room_of(path) == 'model' for path in units)   # the rooms are read too
+    problems = {os.path.relpath(path, ROOT): io_calls(path) for path in units}
+    assert {path: found for path, found in problems.items() if found} == {}
+
+
+def test_the_io_check_sees_what_the_adapters_do():
+    seen = {os.path.basename(path): io_calls(path) for path in files('plugins/module_utils/**/*_adapters.py')}
+    assert {'import socket', 'import tempfile'} <= set(seen['wait_adapters.py'])
+    assert {'os.open', 'os.lstat'} <= set(seen['file_adapters.py'])
+    assert 'open()' in seen['checkpoint_adapters.py'] and 'os.path.exists' in seen['host_adapters.py']
 
 
 def test_modules_import_module_utils_only():
