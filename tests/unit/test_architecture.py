@@ -10,6 +10,7 @@ __metaclass__ = type
 import ast
 import glob
 import os
+import re
 import sys
 
 import pytest
@@ -168,6 +169,29 @@ def test_the_room_check_can_fail(tmp_path):
     swapped = dict(ROOM_IMPORTS, wait=('',))
     found = room_problems(files('plugins/module_utils/wait/wait_adapters.py'), room_dirs(), swapped)
     assert 'host.procfs (room host)' in found['wait/wait_adapters.py'], found
+
+
+def stated_rooms(page):
+    """{room: set of rooms it may import} from the module_utils table of docs/architecture.md ('' for the root)."""
+    section = page.split('### `plugins/module_utils/`', 1)[1].split('\n### ', 1)[0]
+    table = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip('|').split('|')]
+        if not line.startswith('|') or len(cells) != 3 or cells[0] in ('room', '') or set(cells[0]) <= set('-'):
+            continue
+        room = '' if cells[0].startswith('root') else cells[0].strip('`/')
+        allowed = set(name.strip('/') for name in re.findall(r'`(\w+/)`', cells[2]))
+        table[room] = allowed | ({''} if re.search(r'\broot\b', cells[2]) else set())
+    return table
+
+
+def test_the_architecture_page_states_the_room_table():
+    with open(os.path.join(ROOT, 'docs', 'architecture.md'), encoding='utf-8') as handle:
+        page = handle.read()
+    assert stated_rooms(page) == dict((room, set(allowed)) for room, allowed in ROOM_IMPORTS.items())
+    # and the comparison can fail: a room that may import one more than the table says
+    assert stated_rooms(page.replace('| root, `host/`, `monitoring/` |', '| root, `host/`, `router/` |'))['wait'] \
+        == {'', 'host', 'router'}
 
 
 # What a pure unit may not do (docs/architecture.md: "pure logic in module_utils, no I/O; I/O in *_adapters.py"):
