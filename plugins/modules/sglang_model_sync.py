@@ -207,14 +207,14 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 
 from ansible_collections.llmops.sglang.plugins.module_utils.model import model_sync, model_sync_driver
-from ansible_collections.llmops.sglang.plugins.module_utils.model.checkpoint_adapters import Clock
+from ansible_collections.llmops.sglang.plugins.module_utils.host.host_adapters import SystemClock
 from ansible_collections.llmops.sglang.plugins.module_utils.model.model_sync_adapters import Mirror, Peers, SyncFiles
 
 
 def main():
     module = AnsibleModule(argument_spec=model_sync.ARGUMENT_SPEC, supports_check_mode=True)
     params = module.params
-    clock = Clock()
+    clock = SystemClock()
     msg, result = model_sync_driver.run(params, SyncFiles(clock), Mirror(params, open_url), Peers(module, params), clock,
                                         check_mode=module.check_mode, diff=module._diff)
     if msg is not None:

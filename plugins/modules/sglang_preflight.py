@@ -197,7 +197,8 @@ checkpoint:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.llmops.sglang.plugins.module_utils.model import preflight, preflight_driver
-from ansible_collections.llmops.sglang.plugins.module_utils.model.checkpoint_adapters import CheckpointFiles, Clock
+from ansible_collections.llmops.sglang.plugins.module_utils.host.host_adapters import SystemClock
+from ansible_collections.llmops.sglang.plugins.module_utils.model.checkpoint_adapters import CheckpointFiles
 from ansible_collections.llmops.sglang.plugins.module_utils.model.preflight_adapters import GpuHost
 
 
@@ -209,7 +210,7 @@ def main():
     except ValueError as exc:
         module.fail_json(msg=str(exc))
     result = preflight_driver.run(params, place, manifest, GpuHost(module, params['nvidia_smi_timeout']), CheckpointFiles(),
-                                  Clock(), module.check_mode)
+                                  SystemClock(), module.check_mode)
     module.exit_json(changed=False, **result)
 
 

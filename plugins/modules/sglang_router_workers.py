@@ -166,7 +166,7 @@ from ansible.module_utils.urls import open_url
 
 from ansible_collections.llmops.sglang.plugins.module_utils.router import router_workers
 from ansible_collections.llmops.sglang.plugins.module_utils.router.router_workers_adapters import DesiredFile, Router
-from ansible_collections.llmops.sglang.plugins.module_utils.wait.wait_adapters import SystemClock
+from ansible_collections.llmops.sglang.plugins.module_utils.host.host_adapters import SystemClock
 
 
 def main():

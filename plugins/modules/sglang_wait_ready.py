@@ -381,8 +381,9 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.llmops.sglang.plugins.module_utils.wait import wait_driver, wait_options
 from ansible_collections.llmops.sglang.plugins.module_utils.wait.wait_adapters import (
-    HAS_REQUESTS, REQUESTS_IMP_ERR, Host, Http, PhaseFile, ProgressFile, SystemClock,
+    HAS_REQUESTS, REQUESTS_IMP_ERR, Host, Http, PhaseFile, ProgressFile,
 )
+from ansible_collections.llmops.sglang.plugins.module_utils.host.host_adapters import SystemClock
 from ansible_collections.llmops.sglang.plugins.module_utils.wait.wait_machine import WaitMachine
 
 JMESPATH_IMP_ERR = None

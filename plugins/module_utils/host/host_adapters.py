@@ -14,6 +14,7 @@ import glob
 import hashlib
 import json
 import os
+import time
 
 from ansible_collections.llmops.sglang.plugins.module_utils.host.file_adapters import tree_records
 from ansible_collections.llmops.sglang.plugins.module_utils.host.host_facts import (
@@ -188,3 +189,19 @@ def gpu_facts(run_command, nvidia_smi, timeout_bin):
         return []
     rc, out, _err = run_command(query_cmd(nvidia_smi, timeout_bin))
     return parse_query_gpu(out) if rc == 0 else []
+
+
+class SystemClock(object):
+    """The real clocks, for every module that waits: monotonic for deadlines, wall time for timestamps, sleep."""
+
+    @staticmethod
+    def monotonic():
+        return time.monotonic()
+
+    @staticmethod
+    def time():
+        return time.time()
+
+    @staticmethod
+    def sleep(seconds):
+        time.sleep(seconds)

@@ -12,7 +12,6 @@ __metaclass__ = type
 import hashlib
 import os
 import stat
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.llmops.sglang.plugins.module_utils.model import checkpoint
@@ -58,18 +57,6 @@ def write_cache(path, files):
         handle.write(checkpoint.render_cache(files))
     os.rename(tmp, path)
     return 'written'
-
-
-class Clock(object):
-    """Wall time and sleeping, for the preflight's two looks and the model sync's waits and timings."""
-
-    @staticmethod
-    def time():
-        return time.time()
-
-    @staticmethod
-    def sleep(seconds):
-        time.sleep(seconds)
 
 
 class CheckpointFiles(object):

@@ -41,22 +41,6 @@ except ImportError:
 BACKFILL_LINES = 400
 
 
-class SystemClock(object):
-    """The real clocks: monotonic for the wait, wall time for journal timestamps."""
-
-    @staticmethod
-    def monotonic():
-        return time.monotonic()
-
-    @staticmethod
-    def time():
-        return time.time()
-
-    @staticmethod
-    def sleep(seconds):
-        time.sleep(seconds)
-
-
 class Host(object):
     """systemctl / journalctl / nvidia-smi on the managed node, through module.run_command."""
 
