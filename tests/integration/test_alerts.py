@@ -58,7 +58,10 @@ def alerting(fleet, standin_host):
 
 
 def deploy(fleet, target, pace):
-    env = {'SGLANG_STANDIN_PACE': pace, 'SGLANG_STANDIN_STATE_DIR': STATE_DIR, 'SGLANG_STANDIN_FAULT_FILE': FAULT_FILE}
+    # cuda_graph=200: 10 s at pace 0.05 (3 s by default), so that a phase after weights lasts several 1 s scrapes even
+    # when CI's load delays the waiter's journal reads (3 s of it was missed once: only weights was scraped)
+    env = {'SGLANG_STANDIN_PACE': pace, 'SGLANG_STANDIN_STATE_DIR': STATE_DIR, 'SGLANG_STANDIN_FAULT_FILE': FAULT_FILE,
+           'SGLANG_STANDIN_PHASE_SECONDS': 'cuda_graph=200'}
     variables = role_vars(target, UNIT, PORT, sglang_host='0.0.0.0', sglang_api_key=KEY, sglang_env=env,
                           sglang_restart_sec=1, sglang_start_limit_burst=50)
     return fleet.playbook(SERVER_PLAYBOOK, variables)
