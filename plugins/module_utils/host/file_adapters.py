@@ -12,6 +12,7 @@ links an entry between a check and a use therefore changes nothing root reads or
 - ``read_saved``: a root-only saved copy (a file, or a flat directory of files) as bytes, or why it is refused.
 - ``write_file``: a file written whole (temporary name, fsync, rename) into a directory only root can change.
 - ``remove_file``: a file removed from a directory only root can change.
+- ``make_dir``: a directory made (root's, 0755) when missing, its parent reached as above; an existing one is left.
 - ``read_file``: a file (bytes) or flat directory ({name: bytes}) only root can have written, None when absent.
 - ``replace_dir``: a flat directory of files written whole beside the old one and swapped in (two renames);
   ``finish_swap`` completes a swap stopped between them.
@@ -187,6 +188,32 @@ def write_file(directory, name, data, mode=0o644, dir_fd=None):
     finally:
         if dir_fd is None:
             os.close(fd)
+
+
+def make_dir(path, check_mode=False):
+    """Make the directory at path (root's, 0755) when nothing is there; True when it was (or would be) made. Its
+    parent must exist and is reached through no symlink another user could place; an existing entry is left as it
+    is for the caller to judge. Raises UnsafePath or OSError."""
+    parent, name = os.path.split(path.rstrip('/'))
+    fd = open_dir(parent or '/')
+    try:
+        try:
+            os.stat(name, dir_fd=fd, follow_symlinks=False)
+            return False
+        except OSError as exc:
+            if exc.errno != errno.ENOENT:
+                raise
+        if check_mode:
+            return True
+        os.mkdir(name, 0o755, dir_fd=fd)
+        made = os.open(name, DIR_FLAGS, dir_fd=fd)
+        try:
+            os.fchmod(made, 0o755)  # whatever the umask
+        finally:
+            os.close(made)
+        return True
+    finally:
+        os.close(fd)
 
 
 def remove_file(directory, name):

@@ -11,7 +11,7 @@ import os
 import pytest
 
 from ansible_collections.llmops.sglang.plugins.module_utils.host.file_adapters import (
-    UnsafePath, finish_swap, open_dir, read_file, read_saved, remove_file, replace_dir, write_file,
+    UnsafePath, finish_swap, make_dir, open_dir, read_file, read_saved, remove_file, replace_dir, write_file,
 )
 from ansible_collections.llmops.sglang.plugins.module_utils.wait.wait_adapters import PhaseFile
 
@@ -164,3 +164,21 @@ def test_read_file_says_none_for_nothing_and_refuses_the_other_kind_or_a_link(tr
     os.symlink(str(tree / 'f'), str(tree / 'link'))
     with pytest.raises(UnsafePath, match='symlink'):
         read_file(str(tree / 'link'))
+
+
+def test_make_dir_makes_a_missing_directory_root_0755_and_leaves_an_existing_entry(tree):
+    old = os.umask(0o077)
+    try:
+        assert make_dir(str(tree / 'metrics'), check_mode=True) is True
+        assert not (tree / 'metrics').exists()  # check mode makes nothing
+        assert make_dir(str(tree / 'metrics')) is True
+    finally:
+        os.umask(old)
+    st = os.stat(str(tree / 'metrics'))
+    assert (st.st_uid, st.st_mode & 0o7777) == (0, 0o755)
+    assert make_dir(str(tree / 'metrics')) is False
+    # an entry another user placed is left as it is, for the writer to judge (and refuse)
+    os.symlink('/etc', str(tree / 'link'))
+    assert make_dir(str(tree / 'link')) is False and os.path.islink(str(tree / 'link'))
+    with pytest.raises(OSError):
+        make_dir(str(tree / 'missing-parent' / 'metrics'))
