@@ -36,8 +36,8 @@ options:
     default: '0644'
   create_dir:
     description:
-      - Create O(path)'s directory (root's, C(0755)) when it does not exist; its parent must. An existing directory
-        is left as it is and judged like any other.
+      - Create O(path)'s directory (root's, C(0755)) when it does not exist, with its missing parents, as
+        C(install -d) does. An existing directory is left as it is and judged like any other.
     type: bool
     default: false
   keep:

@@ -12,7 +12,7 @@ links an entry between a check and a use therefore changes nothing root reads or
 - ``read_saved``: a root-only saved copy (a file, or a flat directory of files) as bytes, or why it is refused.
 - ``write_file``: a file written whole (temporary name, fsync, rename) into a directory only root can change.
 - ``remove_file``: a file removed from a directory only root can change.
-- ``make_dir``: a directory made (root's, 0755) when missing, its parent reached as above; an existing one is left.
+- ``make_dir``: a directory and its missing parents made (root's, 0755), as ``install -d``; an existing one is left.
 - ``read_file``: a file (bytes) or flat directory ({name: bytes}) only root can have written, None when absent.
 - ``replace_dir``: a flat directory of files written whole beside the old one and swapped in (two renames);
   ``finish_swap`` completes a swap stopped between them.
@@ -191,11 +191,20 @@ def write_file(directory, name, data, mode=0o644, dir_fd=None):
 
 
 def make_dir(path, check_mode=False):
-    """Make the directory at path (root's, 0755) when nothing is there; True when it was (or would be) made. Its
-    parent must exist and is reached through no symlink another user could place; an existing entry is left as it
-    is for the caller to judge. Raises UnsafePath or OSError."""
+    """Make the directory at path (root's, 0755) when nothing is there, and its missing parents the same way (as
+    ``install -d``); True when it was (or would be) made. The existing part of the path is reached through no
+    symlink another user could place; an existing entry is left as it is for the caller to judge. Raises
+    UnsafePath or OSError."""
     parent, name = os.path.split(path.rstrip('/'))
-    fd = open_dir(parent or '/')
+    try:
+        fd = open_dir(parent or '/')
+    except OSError as exc:
+        if exc.errno != errno.ENOENT:
+            raise
+        if check_mode:
+            return True
+        make_dir(parent)
+        fd = open_dir(parent)
     try:
         try:
             os.stat(name, dir_fd=fd, follow_symlinks=False)

@@ -180,5 +180,14 @@ def test_make_dir_makes_a_missing_directory_root_0755_and_leaves_an_existing_ent
     # an entry another user placed is left as it is, for the writer to judge (and refuse)
     os.symlink('/etc', str(tree / 'link'))
     assert make_dir(str(tree / 'link')) is False and os.path.islink(str(tree / 'link'))
+    # missing parents are made too, as install -d makes them (the textfile directory before its package is installed)
+    assert make_dir(str(tree / 'lib' / 'prometheus' / 'node-exporter'), check_mode=True) is True
+    assert not (tree / 'lib').exists()
+    assert make_dir(str(tree / 'lib' / 'prometheus' / 'node-exporter')) is True
+    for made in (tree / 'lib', tree / 'lib' / 'prometheus', tree / 'lib' / 'prometheus' / 'node-exporter'):
+        st = os.stat(str(made))
+        assert (st.st_uid, st.st_mode & 0o7777) == (0, 0o755)
+    # a path through a file fails
+    (tree / 'file').write_text(u'x')
     with pytest.raises(OSError):
-        make_dir(str(tree / 'missing-parent' / 'metrics'))
+        make_dir(str(tree / 'file' / 'metrics'))
