@@ -34,6 +34,18 @@ options:
     description: The file's permission bits, as an octal string.
     type: str
     default: '0644'
+  create_dir:
+    description:
+      - Create O(path)'s directory (root's, C(0755)) when it does not exist, with its missing parents, as
+        C(install -d) does. An existing directory is left as it is and judged like any other.
+    type: bool
+    default: false
+  keep:
+    description:
+      - A second copy of O(content) (mode C(0600)), written the same way and first, for root to read back later
+        instead of O(path) (which may sit in a tree another user owns). Its directory must be changeable by root
+        alone. It is written also when O(path) is then refused.
+    type: path
 attributes:
   check_mode:
     support: full
@@ -50,10 +62,12 @@ notes:
 """
 
 EXAMPLES = r"""
-- name: Publish a deployment's outcome for node_exporter
+- name: Publish a deployment's outcome for node_exporter, and keep its text where only root can change it
   llmops.sglang.sglang_textfile:
-    path: /var/lib/prometheus/node-exporter/llmops_sglang_deploy_sglang-k26.prom
+    path: /var/lib/prometheus/node-exporter/sglang-k26.prom
     content: "{{ text }}"
+    create_dir: true
+    keep: /var/lib/llmops-sglang/server/sglang-k26/sglang-k26.prom
 """
 
 RETURN = r"""
@@ -67,8 +81,26 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.llmops.sglang.plugins.module_utils.host.file_adapters import (
-    UnsafePath, read_saved, root_only_dir, write_file,
+    UnsafePath, make_dir, read_saved, root_only_dir, write_file,
 )
+
+
+def publish(path, text, mode, check_mode, create_dir=False):
+    """(changed, text before) of writing text to path whole, through no other user's link."""
+    directory, name = os.path.split(path)
+    if create_dir and (make_dir(directory, check_mode) and check_mode):
+        return True, ''  # a directory still to be made holds nothing yet
+    fd = root_only_dir(directory)
+    try:
+        try:
+            before = read_saved(path)[1].decode('utf-8', 'replace')
+        except (UnsafePath, OSError, AttributeError):
+            before = ''
+        if check_mode:
+            return before != text, before
+        return write_file(directory, name, text.encode('utf-8'), mode, dir_fd=fd), before
+    finally:
+        os.close(fd)
 
 
 def main():
@@ -77,33 +109,26 @@ def main():
             path=dict(type='path', required=True),
             content=dict(type='str', required=True),
             mode=dict(type='str', default='0644'),
+            create_dir=dict(type='bool', default=False),
+            keep=dict(type='path'),
         ),
         supports_check_mode=True,
     )
-    path, text = module.params['path'], module.params['content']
+    path, text, keep = module.params['path'], module.params['content'], module.params['keep']
     try:
         mode = int(module.params['mode'], 8)
     except ValueError:
         module.fail_json(msg='mode must be an octal string such as 0644, got %r' % module.params['mode'])
-    directory, name = os.path.split(path)
-    try:
-        fd = root_only_dir(directory)
+    kept = False
+    try:  # the kept copy first: root's own, it does not depend on what another user did to path's tree
+        kept = bool(keep) and publish(keep, text, 0o600, module.check_mode)[0]
     except (UnsafePath, OSError) as exc:
-        module.fail_json(msg='%s not written: %s' % (path, exc), path=path)
+        module.fail_json(msg='%s not written: %s' % (keep, exc), path=path)
     try:
-        try:
-            before = read_saved(path)[1].decode('utf-8', 'replace')
-        except (UnsafePath, OSError, AttributeError):
-            before = ''
-        data = text.encode('utf-8')
-        if module.check_mode:
-            changed = before != text
-        else:
-            changed = write_file(directory, name, data, mode, dir_fd=fd)
+        changed, before = publish(path, text, mode, module.check_mode, module.params['create_dir'])
     except (UnsafePath, OSError) as exc:
-        module.fail_json(msg='%s not written: %s' % (path, exc), path=path)
-    finally:
-        os.close(fd)
+        module.fail_json(msg='%s not written: %s' % (path, exc), path=path, changed=kept)
+    changed = changed or kept
     result = {'changed': changed, 'path': path}
     if module._diff:  # pylint: disable=protected-access
         result['diff'] = {'before': before, 'after': text, 'before_header': path, 'after_header': path}

@@ -12,6 +12,10 @@ links an entry between a check and a use therefore changes nothing root reads or
 - ``read_saved``: a root-only saved copy (a file, or a flat directory of files) as bytes, or why it is refused.
 - ``write_file``: a file written whole (temporary name, fsync, rename) into a directory only root can change.
 - ``remove_file``: a file removed from a directory only root can change.
+- ``make_dir``: a directory and its missing parents made (root's, 0755), as ``install -d``; an existing one is left.
+- ``read_file``: a file (bytes) or flat directory ({name: bytes}) only root can have written, None when absent.
+- ``replace_dir``: a flat directory of files written whole beside the old one and swapped in (two renames);
+  ``finish_swap`` completes a swap stopped between them.
 - ``tree_records``: lstat records of every entry of a tree (the venv check).
 """
 
@@ -186,6 +190,41 @@ def write_file(directory, name, data, mode=0o644, dir_fd=None):
             os.close(fd)
 
 
+def make_dir(path, check_mode=False):
+    """Make the directory at path (root's, 0755) when nothing is there, and its missing parents the same way (as
+    ``install -d``); True when it was (or would be) made. The existing part of the path is reached through no
+    symlink another user could place; an existing entry is left as it is for the caller to judge. Raises
+    UnsafePath or OSError."""
+    parent, name = os.path.split(path.rstrip('/'))
+    try:
+        fd = open_dir(parent or '/')
+    except OSError as exc:
+        if exc.errno != errno.ENOENT:
+            raise
+        if check_mode:
+            return True
+        make_dir(parent)
+        fd = open_dir(parent)
+    try:
+        try:
+            os.stat(name, dir_fd=fd, follow_symlinks=False)
+            return False
+        except OSError as exc:
+            if exc.errno != errno.ENOENT:
+                raise
+        if check_mode:
+            return True
+        os.mkdir(name, 0o755, dir_fd=fd)
+        made = os.open(name, DIR_FLAGS, dir_fd=fd)
+        try:
+            os.fchmod(made, 0o755)  # whatever the umask
+        finally:
+            os.close(made)
+        return True
+    finally:
+        os.close(fd)
+
+
 def remove_file(directory, name):
     """Remove ``directory/name`` from a directory only root can change; True when it was there. Raises UnsafePath or
     OSError (not ENOENT)."""
@@ -197,6 +236,86 @@ def remove_file(directory, name):
         if exc.errno == errno.ENOENT:
             return False
         raise
+    finally:
+        os.close(fd)
+
+
+def read_file(path, kind='file'):
+    """What only root can have written at path, None when there is nothing: a file's bytes (kind 'file') or a flat
+    directory's {name: bytes} (kind 'dir'). UnsafePath for a link, a hard-linked file, an entry another user may
+    change, or the other kind; OSError otherwise."""
+    try:
+        found, data = read_saved(path)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return None
+        raise
+    if found != kind:
+        names = {'dir': 'directory', 'file': 'file'}
+        raise UnsafePath('%s is a %s, not a %s' % (path, names[found], names[kind]))
+    return data
+
+
+def _exists(dir_fd, name):
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        return True
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return False
+        raise
+
+
+def _remove_flat(dir_fd, name):
+    """Remove the flat directory dir_fd/name and its files (the role's own copies in a directory only root can
+    change); nothing when it is not there."""
+    if not _exists(dir_fd, name):
+        return
+    fd = os.open(name, DIR_FLAGS, dir_fd=dir_fd)
+    try:
+        for entry in os.listdir(fd):
+            os.unlink(entry, dir_fd=fd)  # a subdirectory fails here (EISDIR): nothing the role writes
+    finally:
+        os.close(fd)
+    os.rmdir(name, dir_fd=dir_fd)
+
+
+def finish_swap(directory, name):
+    """A swap stopped between its two renames leaves name.old complete and no name: move it back. True when it did."""
+    fd = root_only_dir(directory)
+    try:
+        if _exists(fd, name) or not _exists(fd, name + '.old'):
+            return False
+        os.rename(name + '.old', name, src_dir_fd=fd, dst_dir_fd=fd)
+        os.fsync(fd)
+        return True
+    finally:
+        os.close(fd)
+
+
+def replace_dir(directory, name, files, mode=0o600):
+    """Make directory/name (root 0700) hold exactly ``files`` ({file name: bytes}, each root-owned with ``mode``): written
+    whole into name.new, then name -> name.old, name.new -> name, name.old removed. Stopped anywhere, it leaves the
+    old copy whole, as name or as name.old (finish_swap). ``directory`` must be changeable by root alone."""
+    fd = root_only_dir(directory)
+    try:
+        fresh = name + '.new'
+        _remove_flat(fd, fresh)
+        os.mkdir(fresh, 0o700, dir_fd=fd)
+        new_fd = os.open(fresh, DIR_FLAGS, dir_fd=fd)
+        try:
+            os.fchmod(new_fd, 0o700)
+            for entry, data in sorted(files.items()):
+                write_file(None, entry, data, mode, dir_fd=new_fd)
+            os.fsync(new_fd)
+        finally:
+            os.close(new_fd)
+        _remove_flat(fd, name + '.old')
+        if _exists(fd, name):
+            os.rename(name, name + '.old', src_dir_fd=fd, dst_dir_fd=fd)
+        os.rename(fresh, name, src_dir_fd=fd, dst_dir_fd=fd)
+        _remove_flat(fd, name + '.old')
+        os.fsync(fd)
     finally:
         os.close(fd)
 

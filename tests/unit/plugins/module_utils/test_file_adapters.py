@@ -11,7 +11,7 @@ import os
 import pytest
 
 from ansible_collections.llmops.sglang.plugins.module_utils.host.file_adapters import (
-    UnsafePath, open_dir, read_saved, remove_file, write_file,
+    UnsafePath, finish_swap, make_dir, open_dir, read_file, read_saved, remove_file, replace_dir, write_file,
 )
 from ansible_collections.llmops.sglang.plugins.module_utils.wait.wait_adapters import PhaseFile
 
@@ -118,3 +118,76 @@ def test_the_waiters_phase_file_is_written_cleared_and_refused_where_others_may_
     with pytest.raises(OSError, match='writable by every user'):
         phase_file.show('weights', 1.0)
     assert os.listdir(str(tree)) == []
+
+
+def test_replace_dir_swaps_a_whole_copy_in_and_leaves_nothing_beside_it(tree):
+    os.chmod(str(tree), 0o700)
+    replace_dir(str(tree), 'last-good', {'unit': b'one', 'env': b'e'})
+    assert read_file(str(tree / 'last-good'), 'dir') == {'unit': b'one', 'env': b'e'}
+    assert os.stat(str(tree / 'last-good')).st_mode & 0o7777 == 0o700
+    assert os.stat(str(tree / 'last-good' / 'unit')).st_mode & 0o7777 == 0o600
+    # a second save replaces the copy whole: a file the new one does not hold is gone
+    (tree / 'last-good.new').mkdir()  # a save killed before its renames left this
+    (tree / 'last-good.new' / 'half').write_text(u'x')
+    replace_dir(str(tree), 'last-good', {'unit': b'two'})
+    assert read_file(str(tree / 'last-good'), 'dir') == {'unit': b'two'}
+    assert sorted(os.listdir(str(tree))) == ['last-good']
+
+
+def test_a_swap_stopped_between_its_renames_is_finished_and_nothing_else_is_moved(tree):
+    saved(tree, 'last-good.old')
+    assert finish_swap(str(tree), 'last-good') is True
+    assert sorted(os.listdir(str(tree))) == ['last-good']
+    assert read_file(str(tree / 'last-good'), 'dir') == {'env': b'', 'unit': b'[Unit]\n'}
+    assert finish_swap(str(tree), 'last-good') is False  # nothing to finish
+    saved(tree, 'last-good.old', files={'unit': u'older'})
+    assert finish_swap(str(tree), 'last-good') is False  # the copy is there: .old is the next save's to remove
+    assert read_file(str(tree / 'last-good'), 'dir')['unit'] == b'[Unit]\n'
+
+
+def test_replace_dir_refuses_a_directory_others_may_change(tree):
+    os.chown(str(tree), USER, 0)
+    with pytest.raises(UnsafePath, match='owned by uid %d' % USER):
+        replace_dir(str(tree), 'last-good', {'unit': b'u'})
+    assert os.listdir(str(tree)) == []
+
+
+def test_read_file_says_none_for_nothing_and_refuses_the_other_kind_or_a_link(tree):
+    assert read_file(str(tree / 'missing')) is None and read_file(str(tree / 'missing'), 'dir') is None
+    (tree / 'f').write_text(u'x')
+    assert read_file(str(tree / 'f')) == b'x'
+    with pytest.raises(UnsafePath, match='is a file, not a directory'):
+        read_file(str(tree / 'f'), 'dir')
+    saved(tree, 'd')
+    with pytest.raises(UnsafePath, match='is a directory, not a file'):
+        read_file(str(tree / 'd'))
+    os.symlink(str(tree / 'f'), str(tree / 'link'))
+    with pytest.raises(UnsafePath, match='symlink'):
+        read_file(str(tree / 'link'))
+
+
+def test_make_dir_makes_a_missing_directory_root_0755_and_leaves_an_existing_entry(tree):
+    old = os.umask(0o077)
+    try:
+        assert make_dir(str(tree / 'metrics'), check_mode=True) is True
+        assert not (tree / 'metrics').exists()  # check mode makes nothing
+        assert make_dir(str(tree / 'metrics')) is True
+    finally:
+        os.umask(old)
+    st = os.stat(str(tree / 'metrics'))
+    assert (st.st_uid, st.st_mode & 0o7777) == (0, 0o755)
+    assert make_dir(str(tree / 'metrics')) is False
+    # an entry another user placed is left as it is, for the writer to judge (and refuse)
+    os.symlink('/etc', str(tree / 'link'))
+    assert make_dir(str(tree / 'link')) is False and os.path.islink(str(tree / 'link'))
+    # missing parents are made too, as install -d makes them (the textfile directory before its package is installed)
+    assert make_dir(str(tree / 'lib' / 'prometheus' / 'node-exporter'), check_mode=True) is True
+    assert not (tree / 'lib').exists()
+    assert make_dir(str(tree / 'lib' / 'prometheus' / 'node-exporter')) is True
+    for made in (tree / 'lib', tree / 'lib' / 'prometheus', tree / 'lib' / 'prometheus' / 'node-exporter'):
+        st = os.stat(str(made))
+        assert (st.st_uid, st.st_mode & 0o7777) == (0, 0o755)
+    # a path through a file fails
+    (tree / 'file').write_text(u'x')
+    with pytest.raises(OSError):
+        make_dir(str(tree / 'file' / 'metrics'))

@@ -1,0 +1,68 @@
+# -*- coding: utf-8 -*-
+"""sglang_textfile run for real through ansible on this machine (root): the directory made when missing, the kept
+copy written first and also when the published path is refused through another user's symlink, check mode."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[4]
+ANSIBLE = Path(sys.executable).parent / 'ansible'
+USER = 4321  # any uid that is not root
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason='writes root-owned files and judges ownership')
+
+
+def run(args, check=False, fail=False):
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / '.build' / 'collections'), ANSIBLE_LOCALHOST_WARNING='0',
+               ANSIBLE_INVENTORY_UNPARSED_WARNING='0', ANSIBLE_PYTHON_INTERPRETER=sys.executable)
+    argv = [str(ANSIBLE), 'localhost', '-c', 'local', '-m', 'llmops.sglang.sglang_textfile', '-o', '-a', json.dumps(args)]
+    done = subprocess.run(argv + (['--check'] if check else []), capture_output=True, text=True, env=env, timeout=300,
+                          check=False, cwd=str(ROOT))
+    assert (done.returncode != 0) == fail, done.stdout + done.stderr
+    return json.loads(done.stdout.split(' => ', 1)[1])
+
+
+@pytest.fixture
+def trees(tmp_path):
+    os.chmod(str(tmp_path), 0o755)
+    other, control = tmp_path / 'prometheus', tmp_path / 'control'
+    other.mkdir(mode=0o755)
+    os.chown(str(other), USER, USER)  # a tree another user owns, as Debian's /var/lib/prometheus
+    control.mkdir(mode=0o700)
+    return other, control
+
+
+def test_the_directory_is_made_when_missing_and_both_copies_are_written_once(trees):
+    other, control = trees
+    args = {'path': str(other / 'node-exporter' / 'x.prom'), 'content': 'a 1\n', 'create_dir': True,
+            'keep': str(control / 'x.prom')}
+    assert run(args, check=True)['changed'] is True
+    assert not (other / 'node-exporter').exists()
+    assert run(args)['changed'] is True
+    st = os.stat(str(other / 'node-exporter'))
+    assert (st.st_uid, st.st_mode & 0o7777) == (0, 0o755)
+    assert (other / 'node-exporter' / 'x.prom').read_text() == 'a 1\n' == (control / 'x.prom').read_text()
+    assert os.stat(str(control / 'x.prom')).st_mode & 0o7777 == 0o600
+    assert run(args)['changed'] is False and run(args, check=True)['changed'] is False
+
+
+def test_a_symlink_the_other_user_placed_is_refused_and_the_kept_copy_still_written(trees, tmp_path):
+    other, control = trees
+    target = tmp_path / 'target'
+    target.mkdir()
+    os.symlink(str(target), str(other / 'node-exporter'))
+    os.lchown(str(other / 'node-exporter'), USER, USER)
+    refused = run({'path': str(other / 'node-exporter' / 'x.prom'), 'content': 'a 2\n', 'create_dir': True,
+                   'keep': str(control / 'x.prom')}, fail=True)
+    assert 'node-exporter' in refused['msg'] and 'symlink' in refused['msg'], refused
+    assert os.listdir(str(target)) == []
+    assert (control / 'x.prom').read_text() == 'a 2\n'
