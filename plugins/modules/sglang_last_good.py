@@ -39,8 +39,8 @@ options:
     type: dict
     required: true
   modes:
-    description: The permission bits (octal strings) of a restored live file by name; C(0600) for a name not given.
-      The copies are always C(0600).
+    description: The permission bits of a restored live file by name, as octal strings (C('0644')) or numbers;
+      C(0600) for a name not given. The copies are always C(0600).
     type: dict
     default: {}
   pins:
@@ -131,7 +131,9 @@ def main():
     result = dict(changed=False, files=[], removed=[], pins=[])
     try:
         check_names(files)
-        modes = dict((key, int(str(value), 8)) for key, value in module.params['modes'].items())
+        # an octal string ('0644'), or a number YAML already read as octal (0644 unquoted is 420)
+        modes = dict((key, value if isinstance(value, int) else int(str(value), 8))
+                     for key, value in module.params['modes'].items())
         if not module.check_mode:
             finish_swap(parent, name)
         saved = read_file(copy_dir, 'dir')

@@ -88,7 +88,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.host.file_adapters i
 def publish(path, text, mode, check_mode, create_dir=False):
     """(changed, text before) of writing text to path whole, through no other user's link."""
     directory, name = os.path.split(path)
-    if create_dir and (make_dir(directory, check_mode) and check_mode):
+    if create_dir and make_dir(directory, check_mode) and check_mode:
         return True, ''  # a directory still to be made holds nothing yet
     fd = root_only_dir(directory)
     try:

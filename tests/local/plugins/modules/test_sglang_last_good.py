@@ -68,6 +68,10 @@ def test_save_then_restore_brings_back_what_served_and_removes_what_it_did_not_h
     assert restored['pins'] == ['sglang==0.5.23']
     assert 'true' in files['unit'].read_text() and SECRET in files['secrets.env'].read_text()
     assert os.stat(str(files['unit'])).st_mode & 0o7777 == 0o644
+    # a mode YAML read as a number (0640 unquoted) is taken as the number it is
+    files['unit'].write_text(u'[Service]\nExecStart=/bin/false\n')
+    run(dict(args, state='restored', modes={'unit': 0o640}))
+    assert os.stat(str(files['unit'])).st_mode & 0o7777 == 0o640
     assert os.stat(str(files['secrets.env'])).st_mode & 0o7777 == 0o600
     assert run(dict(args, state='restored'))['changed'] is False
 
