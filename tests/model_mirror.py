@@ -58,12 +58,12 @@ class Mirror:
                 with open(path, 'rb') as handle:
                     handle.seek(start)
                     data = handle.read() if limit is None else handle.read(limit)
-                try:
-                    self.wfile.write(data)
-                    self.wfile.flush()
-                finally:
-                    with mirror.lock:
-                        mirror.sent.setdefault(name, []).append((start, len(data)))
+                # Recorded before the bytes go out (it was recorded after, also when the write failed): a client that
+                # has read them all may finish, and its test read `sent`, before this thread runs again.
+                with mirror.lock:
+                    mirror.sent.setdefault(name, []).append((start, len(data)))
+                self.wfile.write(data)
+                self.wfile.flush()
                 if limit is not None:
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
