@@ -83,6 +83,11 @@ def inventory(dfleet):
                 'router_pip_trusted_hosts': ["{{ fleet_mirror_url | urlsplit('hostname') }}"],
                 'router_pip_extra_args': ['--no-index'],
                 'router_health_check_interval_secs': 2,
+                # The stop test needs every worker it stops to have served some of the load before its drain.
+                # cache_aware (the default) may keep the load's requests, which share their opening words, on fewer
+                # workers: in one make test run fd-02 served none of 188. round_robin spreads them; test_router_claims
+                # measures cache_aware itself.
+                'router_policy': 'round_robin',
                 # the first deploy: no worker serves yet; the role reports them unlisted after this wait, not a failure
                 'router_worker_wait': 5}}}}}, handle)
     yield root
