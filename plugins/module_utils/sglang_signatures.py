@@ -389,18 +389,9 @@ FATAL_SIGNATURES = (
               'A scheduler (one TP rank) died: its traceback above is the cause.',
               True,
               (Source('entrypoints/engine.py', 2006, 'f"Rank {rank} scheduler died during initialization "'),)),
-    # After the load, the watchdog notices a dead scheduler (no traceback when the kernel killed it).
-    Signature('subprocess_crashed',
-              re.compile(r'(?P<name>(?<=Subprocess )\S+(?= \(pid=\d+\) crashed)|Scheduler or DataParallelController'
-                         r'(?= \d+ terminated))[^\n]*?(?:crashed with exit code|terminated with) (?P<code>-?\d+)'),
-              'The server\'s {name} process died with exit code {code} after start-up (-9 is SIGKILL, usually the kernel '
-              'OOM killer: check `journalctl -k | grep -i oom`); a traceback above it, if any, is the cause.',
-              True,
-              (Source('utils/watchdog.py', 217, 'f"Subprocess {name} (pid={proc.pid}) crashed "'),
-               Source('entrypoints/engine.py', 1024, 'f"Scheduler or DataParallelController {proc.pid} "'),
-               Source('managers/data_parallel_controller.py', 1007,
-                      'f"Scheduler or DataParallelController {proc.pid} terminated with {proc.exitcode}"'))),
-    # Every subprocess manager's event loop logs it before SIGQUIT to the parent: one row for the family.
+    # Every subprocess manager's event loop logs it before SIGQUIT to the parent: one row for the family. Before
+    # subprocess_crashed: the teardown that follows an exception SIGKILLs the schedulers, and the watchdog may log one
+    # of them as crashed (-9) before the main process ends; the exception is the cause.
     Signature('subprocess_exception',
               re.compile(r'\b(?P<who>[A-Z]\w*) hit an exception'),
               'A SGLang process ({who}; Scheduler is one TP rank) raised: the traceback that follows this line is the cause.',
@@ -415,6 +406,17 @@ FATAL_SIGNATURES = (
                       'logger.error(f"MultiDetokenizerRouter hit an exception: {traceback}")'),
                Source('managers/multi_tokenizer_mixin.py', 945,
                       'logger.error(f"MultiTokenizerRouter hit an exception: {traceback}")'))),
+    # After the load, the watchdog notices a dead scheduler (no traceback when the kernel killed it).
+    Signature('subprocess_crashed',
+              re.compile(r'(?P<name>(?<=Subprocess )\S+(?= \(pid=\d+\) crashed)|Scheduler or DataParallelController'
+                         r'(?= \d+ terminated))[^\n]*?(?:crashed with exit code|terminated with) (?P<code>-?\d+)'),
+              'The server\'s {name} process died with exit code {code} after start-up (-9 is SIGKILL, usually the kernel '
+              'OOM killer: check `journalctl -k | grep -i oom`); a traceback above it, if any, is the cause.',
+              True,
+              (Source('utils/watchdog.py', 217, 'f"Subprocess {name} (pid={proc.pid}) crashed "'),
+               Source('entrypoints/engine.py', 1024, 'f"Scheduler or DataParallelController {proc.pid} "'),
+               Source('managers/data_parallel_controller.py', 1007,
+                      'f"Scheduler or DataParallelController {proc.pid} terminated with {proc.exitcode}"'))),
     # SIGQUIT: a child asks the main process to tear everything down (during the load: engine.py; after it: the
     # tokenizer manager's handler).
     Signature('child_failed',

@@ -247,3 +247,23 @@ def test_the_same_oom_on_every_gpu_is_shown_once():
            'GPU %d has a total capacity of 139.81 GiB of which %d.50 MiB is free.')
     d = digest_of([(10 + rank, oom % (rank, rank, 100 + rank)) for rank in range(8)])
     assert sum('OutOfMemoryError' in line for line in d.excerpt()) == 1
+
+
+def test_an_exception_is_the_cause_when_the_teardown_then_shows_a_scheduler_killed():
+    # tokenizer_manager.py:4043 logs the exception, the teardown SIGKILLs the schedulers, and the SubprocessWatchdog
+    # (utils/watchdog.py:217) may log one of them as crashed before the main process ends (a loaded machine: the
+    # conformance run of crash@warmup:tokenizer_exception once saw it)
+    d = digest_of([
+        (100, '[2026-12-03 14:54:14] TokenizerManager hit an exception: Traceback (most recent call last):'),
+        (100, '  File "/venv/sglang/srt/managers/tokenizer_manager.py", line 4040, in print_exception_wrapper'),
+        (100, '    await func()'),
+        (100, "AttributeError: 'NoneType' object has no attribute 'convert_to_output_meta_info'"),
+        (101, '[2026-12-03 14:54:15] Subprocess scheduler_0 (pid=6636) crashed with exit code -9. Triggering SIGQUIT '
+              'for cleanup...'),
+    ])
+    summary, _hint, name = d.cause()
+    assert name == 'subprocess_exception'
+    assert summary == "AttributeError: 'NoneType' object has no attribute 'convert_to_output_meta_info'"
+    # alone, the crash line is still its own cause (a scheduler the OOM killer took leaves no traceback)
+    assert digest_of([(101, '[2026-12-03 14:54:15] Subprocess scheduler_0 (pid=6636) crashed with exit code -9. '
+                            'Triggering SIGQUIT for cleanup...')]).cause()[2] == 'subprocess_crashed'
