@@ -93,7 +93,7 @@ import shutil
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.llmops.sglang.plugins.module_utils.host.file_adapters import (
-    UnsafePath, read_saved, root_only_dir, write_file,
+    UnsafePath, read_saved, replace_dir, root_only_dir, write_file,
 )
 
 
@@ -112,24 +112,15 @@ def adopt(src, dest, check_mode):
     if check_mode:
         return 'adopted'
     parent, name = os.path.split(dest)
-    fd = root_only_dir(parent)
-    try:
-        if kind == 'file':
+    if kind == 'file':
+        fd = root_only_dir(parent)
+        try:
             write_file(parent, name, content, 0o600, dir_fd=fd)
-        else:
-            staging = '.%s.adopting' % name
-            shutil.rmtree(os.path.join(parent, staging), ignore_errors=True)  # a run stopped half way
-            os.mkdir(staging, 0o700, dir_fd=fd)
-            inner = os.open(staging, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-            try:
-                for entry, data in sorted(content.items()):
-                    write_file(None, entry, data, 0o600, dir_fd=inner)
-            finally:
-                os.close(inner)
-            os.rename(staging, name, src_dir_fd=fd, dst_dir_fd=fd)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    else:
+        replace_dir(parent, name, content)  # written whole beside it, then renamed in (dest does not exist)
     remove(src, kind)
     return 'adopted'
 
