@@ -10,19 +10,7 @@ __metaclass__ = type
 from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_state import (
     after_rollback,
     after_wait,
-    is_verified,
-    start_action,
 )
-
-
-def sglang_verified(last_good, packages):
-    """Filter: sglang_info's last_good + the venv's packages -> whether the host's configuration is the verified one."""
-    return is_verified(last_good, packages)
-
-
-def sglang_start_action(sglang_state, changed, service, mtimes):
-    """Filter: 'restart', 'start' or 'none', so that the unit's process runs the configuration on disk."""
-    return start_action(sglang_state, bool(changed), service, list(mtimes or []))
 
 
 def sglang_after_wait(wait_ok, verified, has_last_good, rollback_enabled):
@@ -40,8 +28,6 @@ class FilterModule(object):
 
     def filters(self):
         return {
-            'sglang_verified': sglang_verified,
-            'sglang_start_action': sglang_start_action,
             'sglang_after_wait': sglang_after_wait,
             'sglang_after_rollback': sglang_after_rollback,
         }
