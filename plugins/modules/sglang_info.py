@@ -21,8 +21,9 @@ description:
   - For a model directory, whether it is complete (C(config.json) and every shard the safetensors index names).
   - GPUs from C(nvidia-smi) when it exists (bounded by C(timeout) like the waiter's, so a wedged driver does not hang
     the task), and the TCP ports in LISTEN state.
-  - With O(last_good), whether the configuration files on the host are the ones saved as last known good (equality
-    only, no content or checksum is returned), and the saved package pins; with O(mtimes), files' modification times.
+  - With O(last_good), whether the configuration files on the host are the ones saved as last known good, the saved
+    copies' SHA-1 digests (no content is returned), and the saved package pins; with O(mtimes), files'
+    modification times.
 author:
   - llmops.sglang maintainers (@llmops)
 requirements:
@@ -136,8 +137,13 @@ last_good:
   contains:
     exists: {description: Whether a last-known-good unit is saved., type: bool}
     same: {description: "Saved name to whether the live file equals the saved one (both absent counts as equal).", type: dict}
+    digests:
+      description: "Saved name to the SHA-1 of the saved copy (null when it is not saved), to compare a file not yet written with it."
+      type: dict
     pins: {description: "The saved package versions (C(pins.json)); null when not saved or unreadable.", type: dict}
-  sample: {exists: true, same: {unit: true, env: false, secrets.env: true}, pins: {sglang: 0.5.23, compressed-tensors: 0.18.0}}
+  sample: {exists: true, same: {unit: true, env: false, secrets.env: true},
+           digests: {unit: 3f786850e387550fdab836ed7e6dc881de23001b, env: 89e6c98d92887913cadf06b2adb97f26cde4849b, secrets.env: null},
+           pins: {sglang: 0.5.23, compressed-tensors: 0.18.0}}
 mtimes:
   description: Path to its modification time (epoch seconds), null when it does not exist.
   returned: always

@@ -15,7 +15,8 @@ description:
   - The observation half of the plan pass of C(playbooks/deploy_k26.yml). For each instance, the SHA-1 digest of
     each of its files (unit, environment, secrets, launcher shim; no content is returned), the unit's state and its
     main process' start time, the modification times of its configuration, and how the files compare with the
-    configuration saved as last known good (equality only) plus the saved package pins.
+    configuration saved as last known good (equality, and the saved copies' SHA-1 digests) plus the saved package
+    pins.
   - For each venv, its Python and package versions, whether pip and C(Python.h) are present.
   - Which of the Debian packages, directories, users and groups the server role would create are missing.
   - The controller renders the wanted files and compares digests (plugins/module_utils/rollout/rollout_plan.py), so a host with
@@ -103,7 +104,10 @@ instances:
       files: {unit: 3f786850e387550fdab836ed7e6dc881de23001b, env: 89e6c98d92887913cadf06b2adb97f26cde4849b, secrets.env: null}
       service: {exists: true, active_state: active, sub_state: running, result: success, started_at: 1764493262.31}
       mtimes: [1764493200.5, 1764493201.0]
-      last_good: {exists: true, same: {unit: true, env: true, secrets.env: true}, pins: {sglang: 0.5.23}}
+      last_good: {exists: true, same: {unit: true, env: true, secrets.env: true},
+                  digests: {unit: 3f786850e387550fdab836ed7e6dc881de23001b, env: 89e6c98d92887913cadf06b2adb97f26cde4849b,
+                            secrets.env: null},
+                  pins: {sglang: 0.5.23}}
 venvs:
   description: Venv path to its Python version, packages, C(pip), C(python_h) (or C(error)).
   returned: always
@@ -148,7 +152,8 @@ def services(module, units):
 
 
 def last_good(directory, files):
-    """Whether each live file equals its last-known-good copy (both absent counts as equal), and the saved pins."""
+    """Whether each live file equals its last-known-good copy (both absent counts as equal), the saved copies'
+    digests, and the saved pins."""
     # The shim is not part of a saved configuration (vars/main.yml __sglang_config_files).
     return last_good_facts(directory, dict((name, path) for name, path in files.items() if name != 'shim'))
 

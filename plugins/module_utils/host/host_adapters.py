@@ -106,15 +106,17 @@ def venv_facts(run_command, path, packages):
 
 
 def last_good_facts(directory, files):
-    """Whether each live file equals its last-known-good copy in directory (both absent counts as equal), and the
-    saved pins (pins.json); files maps a saved name to the live file's path. A save stopped between its two renames
-    (file_adapters.replace_dir) left no directory and a whole directory.old: that is the copy (sglang_last_good moves
-    it back before it saves or restores)."""
+    """Whether each live file equals its last-known-good copy in directory (both absent counts as equal), the saved
+    copies' SHA-1 (digests: None for one not saved; what the role will write is compared with them, not only what is
+    on disk now) and the saved pins (pins.json); files maps a saved name to the live file's path. A save stopped
+    between its two renames (file_adapters.replace_dir) left no directory and a whole directory.old: that is the copy
+    (sglang_last_good moves it back before it saves or restores)."""
     if not os.path.isdir(directory) and os.path.isdir(directory + '.old'):
         directory += '.old'
-    facts = {'exists': os.path.isfile(os.path.join(directory, 'unit')), 'same': {}, 'pins': None}
+    facts = {'exists': os.path.isfile(os.path.join(directory, 'unit')), 'same': {}, 'digests': {}, 'pins': None}
     for name, live in sorted(files.items()):
-        facts['same'][name] = digest(os.path.join(directory, name)) == digest(live)
+        facts['digests'][name] = digest(os.path.join(directory, name))
+        facts['same'][name] = facts['digests'][name] == digest(live)
     try:
         pins = json.loads(read_text(os.path.join(directory, 'pins.json')) or 'null')
         facts['pins'] = pins if isinstance(pins, dict) else None

@@ -5,6 +5,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hashlib
 import json
 import os
 import subprocess
@@ -61,6 +62,8 @@ def test_last_good_equality_and_mtimes(tmp_path):
                     'last_good': {'dir': str(saved), 'files': {'unit': str(live / 'unit'), 'env': str(live / 'env'),
                                                                'secrets.env': str(live / 'secrets.env')}}})
     assert result['last_good'] == {'exists': True, 'same': {'unit': True, 'env': False, 'secrets.env': True},
+                                   'digests': {'unit': hashlib.sha1(b'A').hexdigest(), 'env': hashlib.sha1(b'B').hexdigest(),
+                                               'secrets.env': None},
                                    'pins': {'sglang': '0.5.23', 'compressed-tensors': '0.18.0'}}
     assert result['mtimes'][str(live / 'nope')] is None
     assert result['mtimes'][str(live / 'unit')] == os.stat(str(live / 'unit')).st_mtime

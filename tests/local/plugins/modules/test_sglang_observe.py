@@ -50,6 +50,8 @@ def test_one_call_sees_files_last_good_and_what_is_missing(tmp_path):
                              'secrets.env': None, 'shim': None}
     assert seen['service']['exists'] is False and seen['service']['started_at'] is None
     assert seen['last_good'] == {'exists': True, 'same': {'unit': True, 'env': False, 'secrets.env': True},
+                                 'digests': {'unit': hashlib.sha1(b'[Unit]\n').hexdigest(),
+                                             'env': hashlib.sha1(b'A=2\n').hexdigest(), 'secrets.env': None},
                                  'pins': {'sglang': '0.5.23'}}
     assert seen['mtimes'][0] == os.stat(str(live / 'unit')).st_mtime and seen['mtimes'][1] is None
     venv = result['venvs'][str(Path(sys.executable).parent.parent)]

@@ -76,3 +76,34 @@ def test_gpu_facts_none_without_nvidia_smi_and_when_it_fails():
     run = RunCommand((124, '', 'timed out'))
     assert ha.gpu_facts(run, '/usr/bin/nvidia-smi', '/usr/bin/timeout') == []
     assert run.argvs[0][0] == '/usr/bin/timeout' and '/usr/bin/nvidia-smi' in run.argvs[0]
+
+
+def test_last_good_facts_digests_of_the_saved_copies(tmp_path):
+    live, saved = tmp_path / 'etc', tmp_path / 'last-good'
+    live.mkdir()
+    saved.mkdir()
+    (live / 'unit').write_text('[Unit]\n')
+    (saved / 'unit').write_text('[Unit]\n')
+    (live / 'env').write_text('A=1\n')
+    (saved / 'env').write_text('A=2\n')
+    (saved / 'pins.json').write_text('{"sglang": "0.5.23"}')
+    files = {'unit': str(live / 'unit'), 'env': str(live / 'env'), 'secrets.env': str(live / 'secrets.env')}
+    facts = ha.last_good_facts(str(saved), files)
+    # The saved copy's digest, not the live file's: A=2, not A=1; None for a file not saved.
+    assert facts == {'exists': True, 'same': {'unit': True, 'env': False, 'secrets.env': True},
+                     'digests': {'unit': ha.digest(str(saved / 'unit')), 'env': ha.digest(str(saved / 'env')),
+                                 'secrets.env': None},
+                     'pins': {'sglang': '0.5.23'}}
+    assert facts['digests']['env'] != ha.digest(str(live / 'env'))
+
+
+def test_last_good_facts_of_no_copy_and_of_a_copy_left_as_old(tmp_path):
+    files = {'unit': str(tmp_path / 'unit')}
+    (tmp_path / 'unit').write_text('[Unit]\n')
+    assert ha.last_good_facts(str(tmp_path / 'none'), files) == {
+        'exists': False, 'same': {'unit': False}, 'digests': {'unit': None}, 'pins': None}
+    old = tmp_path / 'last-good.old'
+    old.mkdir()
+    (old / 'unit').write_text('[Unit]\n')
+    facts = ha.last_good_facts(str(tmp_path / 'last-good'), files)
+    assert facts['exists'] and facts['same'] == {'unit': True} and facts['digests'] == {'unit': ha.digest(str(old / 'unit'))}
