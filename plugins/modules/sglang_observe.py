@@ -12,7 +12,8 @@ module: sglang_observe
 short_description: Everything the rollout plan needs about a host's SGLang instances, in one read-only call
 version_added: 0.1.0
 description:
-  - The observation half of the plan pass of C(playbooks/deploy_k26.yml). For each instance, the SHA-1 digest of
+  - The observation half of the plan pass of C(playbooks/deploy_k26.yml), and the server role's one read of an
+    instance before it decides (plugins/module_utils/rollout/rollout_plan.py decide). For each instance, the SHA-1 digest of
     each of its files (unit, environment, secrets, launcher shim; no content is returned), the unit's state and its
     main process' start time, the modification times of its configuration, and how the files compare with the
     configuration saved as last known good (equality, and the saved copies' SHA-1 digests) plus the saved package
@@ -32,6 +33,9 @@ options:
         V(shim)) to the live file's path; V(last_good_dir) is the directory of the last-known-good copy (its files
         are named like those of V(files), with C(pins.json) for the package versions); V(mtimes) lists paths or glob
         patterns whose modification times the process start is compared with.
+      - Optional, V(model_path) is the instance's checkpoint directory, reported as C(model) (whether it
+        is complete, as M(llmops.sglang.sglang_info) reports C(model)); V(port) (an int) is the instance's port,
+        reported as C(port_in_use) (whether something listens on it).
     type: list
     elements: dict
     default: []
@@ -92,39 +96,47 @@ EXAMPLES = r"""
     venvs: [/opt/sglang/venv]
     apt_packages: [python3-dev, "python{python_major_minor}-dev"]
   register: observed
+
+- name: Observe one instance, with its checkpoint and its port (what the server role reads before it decides)
+  llmops.sglang.sglang_observe:
+    instances:
+      - unit: sglang-k26.service
+        files: {unit: /etc/systemd/system/sglang-k26.service, env: /etc/sglang/sglang-k26.env}
+        last_good_dir: /var/lib/llmops-sglang/server/sglang-k26/last-good
+        mtimes: [/etc/systemd/system/sglang-k26.service, /etc/sglang/sglang-k26.env]
+        model_path: /models/Kimi-K2.6
+        port: 30000
+    venvs: [/opt/sglang/venv]
+  register: observed
 """
 
 RETURN = r"""
 instances:
-  description: Unit to what was seen of its instance.
+  description:
+    - Unit to what was seen of its instance. C(files), name to the live file's SHA-1 (null when it does not exist).
+      C(service), the unit's facts (exists, active_state, sub_state, result, invocation_id, since, started_at).
+      C(mtimes), the modification times of the instance's C(mtimes) paths and matches (null when absent).
+    - C(last_good), the last-known-good copy. C(exists), whether a unit is saved; C(same), name to whether the live
+      file equals the saved copy (both absent counts as equal); C(digests), name to the saved copy's SHA-1 (null
+      when not saved); C(pins), the saved package versions (null when not saved).
+    - C(model), with the instance's C(model_path), the checkpoint's completeness (exists, complete, problem, ...; as
+      M(llmops.sglang.sglang_info) returns C(model)); empty without it.
+    - C(port_in_use), with the instance's C(port), whether something listens on it; null without it.
   returned: always
   type: dict
   sample:
     sglang-k26.service:
       files: {unit: 3f786850e387550fdab836ed7e6dc881de23001b, env: 89e6c98d92887913cadf06b2adb97f26cde4849b, secrets.env: null}
-      service: {exists: true, active_state: active, sub_state: running, result: success, started_at: 1764493262.31}
+      service: {exists: true, active_state: active, sub_state: running, result: success, invocation_id: 9f1c0d5e...,
+                since: "Mon 2026-11-30 09:01:02 UTC", started_at: 1764493262.31}
       mtimes: [1764493200.5, 1764493201.0]
       last_good: {exists: true, same: {unit: true, env: true, secrets.env: true},
                   digests: {unit: 3f786850e387550fdab836ed7e6dc881de23001b, env: 89e6c98d92887913cadf06b2adb97f26cde4849b,
                             secrets.env: null},
                   pins: {sglang: 0.5.23}}
-venvs:
-  description: Venv path to its Python version, packages, C(pip), C(python_h) (or C(error)).
-  returned: always
-  type: dict
-  sample: {/opt/sglang/venv: {python_major_minor: "3.11", pip: true, python_h: true, packages: {sglang: 0.5.23}}}
-apt_missing:
-  description: The O(apt_packages) that are not installed (names with the Python version filled in).
-  returned: always
-  type: list
-  elements: str
-  sample: [python3.11-dev]
-missing:
-  description: The O(directories), O(users) (C(user NAME)) and O(groups) (C(group NAME)) that do not exist.
-  returned: always
-  type: list
-  elements: str
-  sample: [/etc/sglang, user sglang]
+      model: {path: /models/Kimi-K2.6, exists: true, complete: true, config: true, index: true, shards_expected: 64,
+              shards_missing: [], problem: ""}
+      port_in_use: true
 """
 
 import glob
@@ -135,7 +147,7 @@ import pwd
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.llmops.sglang.plugins.module_utils.host.host_adapters import (
-    SERVICE_PROPERTIES, digest, last_good_facts, unit_facts, venv_facts,
+    SERVICE_PROPERTIES, digest, last_good_facts, model_facts, port_facts, unit_facts, venv_facts,
 )
 from ansible_collections.llmops.sglang.plugins.module_utils.host.systemd_props import parse_show
 
@@ -210,15 +222,17 @@ def main():
     )
     params = module.params
     for index, spec in enumerate(params['instances']):
-        if not spec.get('unit') or not isinstance(spec.get('files') or {}, dict):
-            module.fail_json(msg='instances[%d]: expected a dict with unit (a string) and files (name -> path), got %r'
-                                 % (index, spec))
+        if not spec.get('unit') or not isinstance(spec.get('files') or {}, dict) or not str(spec.get('port') or 0).isdigit():
+            module.fail_json(msg='instances[%d]: expected a dict with unit (a string) and files (name -> path), '
+                                 'optionally port (an int), got %r' % (index, spec))
     venvs = dict((path, venv_facts(module.run_command, path, params['packages'])) for path in params['venvs'])
     first = venvs.get(params['venvs'][0], {}) if params['venvs'] else {}
     names = [name.replace('{python_major_minor}', first.get('python_major_minor') or '3')
              for name in params['apt_packages']]
     units = [spec['unit'] for spec in params['instances']]
     seen_services = services(module, units)
+    # One read of the kernel's TCP tables for every instance's port.
+    listening = port_facts(sorted(set(int(spec['port']) for spec in params['instances'] if spec.get('port'))))
     instances = {}
     for spec in params['instances']:
         files = spec.get('files') or {}
@@ -227,6 +241,8 @@ def main():
             'service': seen_services.get(spec['unit']) or {},
             'mtimes': mtimes(spec.get('mtimes') or []),
             'last_good': last_good(spec.get('last_good_dir') or '/nonexistent', files),
+            'model': model_facts(spec['model_path']) if spec.get('model_path') else {},
+            'port_in_use': listening[str(int(spec['port']))] if spec.get('port') else None,
         }
     module.exit_json(changed=False, instances=instances, venvs=venvs, apt_missing=apt_missing(module, sorted(set(names))),
                      missing=missing(params['directories'], params['users'], params['groups']))

@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
-"""sglang_observe run for real on this machine through ansible: digests, last-good equality, what is missing."""
+"""sglang_observe run for real on this machine through ansible: digests, last-good equality and digests, what is
+missing, an instance's checkpoint and port."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -8,6 +9,7 @@ __metaclass__ = type
 import hashlib
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -60,6 +62,43 @@ def test_one_call_sees_files_last_good_and_what_is_missing(tmp_path):
     assert result['changed'] is False
 
 
+def test_an_instances_checkpoint_and_port_only_when_asked(tmp_path):
+    model = tmp_path / 'model'
+    model.mkdir()
+    (model / 'config.json').write_text('{}')
+    (model / 'model.safetensors.index.json').write_text(json.dumps({'weight_map': {'w1': 'a.safetensors',
+                                                                                   'w2': 'b.safetensors'}}))
+    (model / 'a.safetensors').write_text('x')
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(('127.0.0.1', 0))
+    listener.listen(1)
+    busy = listener.getsockname()[1]
+    free = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    free.bind(('127.0.0.1', 0))  # bound, never listening: nothing listens on it while the module runs
+    idle = free.getsockname()[1]
+    try:
+        result = observe({'instances': [
+            {'unit': 'llmops-a.service', 'files': {}, 'model_path': str(model), 'port': busy},
+            # A port as a string, as a template may render it.
+            {'unit': 'llmops-b.service', 'files': {}, 'model_path': str(tmp_path / 'none'), 'port': str(idle)},
+            {'unit': 'llmops-c.service', 'files': {}},
+        ]})
+    finally:
+        listener.close()
+        free.close()
+    seen = result['instances']
+    assert seen['llmops-a.service']['port_in_use'] is True
+    assert seen['llmops-a.service']['model']['exists'] is True and seen['llmops-a.service']['model']['complete'] is False
+    assert seen['llmops-a.service']['model']['shards_missing'] == ['b.safetensors']
+    assert seen['llmops-b.service']['port_in_use'] is False
+    assert seen['llmops-b.service']['model'] == {'path': str(tmp_path / 'none'), 'exists': False, 'complete': False,
+                                                 'problem': '%s is not a directory' % (tmp_path / 'none')}
+    assert seen['llmops-c.service']['model'] == {} and seen['llmops-c.service']['port_in_use'] is None
+    (model / 'b.safetensors').write_text('y')
+    again = observe({'instances': [{'unit': 'llmops-a.service', 'files': {}, 'model_path': str(model)}]})
+    assert again['instances']['llmops-a.service']['model']['complete'] is True
+
+
 def test_a_malformed_instance_is_refused_naming_it():
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / '.build' / 'collections'), ANSIBLE_LOCALHOST_WARNING='0',
                ANSIBLE_INVENTORY_UNPARSED_WARNING='0', ANSIBLE_PYTHON_INTERPRETER=sys.executable)
@@ -67,3 +106,8 @@ def test_a_malformed_instance_is_refused_naming_it():
                            '-a', json.dumps({'instances': [{'files': {}}]})], capture_output=True, text=True, env=env,
                           timeout=600, check=False, cwd=str(ROOT))
     assert done.returncode != 0 and 'instances[0]: expected a dict with unit' in done.stdout, done.stdout
+    done = subprocess.run([str(ANSIBLE), 'localhost', '-c', 'local', '-m', 'llmops.sglang.sglang_observe', '-o',
+                           '-a', json.dumps({'instances': [{'unit': 'a.service', 'port': 'http'}]})], capture_output=True,
+                          text=True, env=env, timeout=600, check=False, cwd=str(ROOT))
+    assert done.returncode != 0 and 'instances[0]: expected a dict with unit' in done.stdout, done.stdout
+    assert 'optionally port (an int)' in done.stdout, done.stdout
