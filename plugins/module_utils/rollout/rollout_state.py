@@ -7,6 +7,8 @@ The host keeps the configuration that last answered a real completion under ``/v
 environment, secrets, package pins). The role compares the configuration it leaves on the host with that copy
 (``sglang_info``'s ``last_good``) and with the running process (``started_at`` against the files' mtimes), then:
 
+- ``is_verified`` / ``config_verified``: whether the configuration on disk / the one the role writes (its rendered
+  digests against the saved copies') is the last known good one;
 - ``start_action``: restart, start or leave the unit, so that the process runs the files on disk;
 - ``after_wait``: keep a configuration that answered (and remember it when it was not the verified one), restore
   the verified one when an unverified one does not answer, or fail;
@@ -48,6 +50,28 @@ def is_verified(last_good, current_pins):
     if saved is None:
         return False
     return pins_of(saved) == pins_of(current_pins)
+
+
+def config_verified(want_files, last_good, packages):
+    """Whether the configuration the role WRITES is the last known good one, decided before it is written: the
+    rendered digests of the saved files against the saved copies' (sglang_observe's ``last_good.digests``; None ==
+    None, so a secrets file absent from both counts as equal) and the saved pins against ``packages``, the versions
+    that will run (the venv's with the role's pins over them).
+
+    ``want_files``: name -> sha1 of what the role writes (None: it removes the file); ``last_good``: {exists,
+    digests, pins}. A last_good without digests (an older module) is never verified.
+    """
+    last_good = last_good or {}
+    if not last_good.get('exists'):
+        return False
+    digests = last_good.get('digests') or {}
+    want_files = want_files or {}
+    if any(want_files.get(name) != digests.get(name) for name in SAVED_FILES):
+        return False
+    saved = last_good.get('pins')
+    if saved is None:
+        return False
+    return pins_of(saved) == pins_of(packages)
 
 
 def start_action(sglang_state, changed, service, config_mtimes):

@@ -10,6 +10,7 @@ import pytest
 from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_state import (
     after_rollback,
     after_wait,
+    config_verified,
     is_verified,
     pins_of,
     start_action,
@@ -40,6 +41,43 @@ def test_process_start_from_proc():
 ])
 def test_verified_means_same_files_and_same_pins(last_good, pins, verified):
     assert is_verified(last_good, pins) is verified
+
+
+DIGESTS = {'unit': 'u1', 'env': 'e1', 'secrets.env': None}
+WANT = {'unit': 'u1', 'env': 'e1', 'secrets.env': None, 'shim': 's1'}
+
+
+@pytest.mark.parametrize('want_files, last_good, packages, verified', [
+    # No secrets file wanted nor saved (None == None); the shim is no part of a saved configuration.
+    (WANT, {'exists': True, 'digests': DIGESTS, 'pins': PINS}, PINS, True),
+    (dict(WANT, env='e2'), {'exists': True, 'digests': DIGESTS, 'pins': PINS}, PINS, False),
+    # A secrets file the role writes, none saved; and the other way round.
+    (dict(WANT, **{'secrets.env': 's1'}), {'exists': True, 'digests': DIGESTS, 'pins': PINS}, PINS, False),
+    (WANT, {'exists': True, 'digests': dict(DIGESTS, **{'secrets.env': 's1'}), 'pins': PINS}, PINS, False),
+    (dict(WANT, **{'secrets.env': 's1'}), {'exists': True, 'digests': dict(DIGESTS, **{'secrets.env': 's1'}),
+                                           'pins': PINS}, PINS, True),
+    (WANT, {'exists': True, 'digests': DIGESTS, 'pins': PINS}, dict(PINS, sglang='0.5.24'), False),
+    (WANT, {'exists': True, 'digests': DIGESTS, 'pins': PINS}, dict(PINS, torch='2.9'), True),
+    (WANT, {'exists': True, 'digests': DIGESTS, 'pins': None}, PINS, False),
+    (WANT, {'exists': False, 'digests': DIGESTS, 'pins': PINS}, PINS, False),
+    # An observation without digests (an older module) never verifies.
+    (WANT, {'exists': True, 'same': SAME, 'pins': PINS}, PINS, False),
+    (WANT, None, PINS, False),
+    ({}, {'exists': True, 'digests': DIGESTS, 'pins': PINS}, PINS, False),
+])
+def test_config_verified_compares_what_the_role_writes_with_the_saved_copy(want_files, last_good, packages, verified):
+    assert config_verified(want_files, last_good, packages) is verified
+
+
+def test_config_verified_is_not_the_live_files_equality():
+    # On disk the files still equal the saved copy (same), but the role will write a new environment: not verified.
+    last_good = {'exists': True, 'same': SAME, 'digests': DIGESTS, 'pins': PINS}
+    assert is_verified(last_good, PINS) is True
+    assert config_verified(dict(WANT, env='e2'), last_good, PINS) is False
+    # On disk they differ (an earlier run wrote the new files and was stopped), but the role writes the saved ones.
+    last_good = dict(last_good, same=dict(SAME, env=False))
+    assert is_verified(last_good, PINS) is False
+    assert config_verified(WANT, last_good, PINS) is True
 
 
 def test_pins_of_absent_packages():
