@@ -7,15 +7,26 @@ Pure, no I/O.
 ``playbooks/deploy_k26.yml`` renders every instance's files on the controller (digests of the unit, environment,
 secrets and shim the role would write), observes each host in one ``sglang_observe`` call and asks:
 
-- ``plan_instance``: nothing, change without restart, restart, start, roll back, verify or stop - and why;
+- ``instance_seen``: one instance's part of an observation (its files, unit, mtimes, last-good copy, model and
+  port, its venv, and the host-wide facts narrowed to what this instance wants), the same whether the observation
+  covered every instance of the host (the plan's) or only this one (the role's);
+- ``plan_instance`` and ``plan_seen`` (plan_instance plus the venv's two overrides): nothing, change without
+  restart, restart, start, roll back, verify or stop - and why; ``plan_host`` for every instance of a host;
 - ``host_route``: whether the host is done after the plan (``done``), gets its non-restart changes in a parallel
   play (``apply``) or goes through the serialized rollout (``rollout``);
 - ``rollout_order``: the rollout's hosts in order and the batch sizes that keep every multi-node group (all ranks of
   one server) in one batch, from the operator's ``k26_serial`` policy;
 - ``plan_rows`` / the table columns: the plan as one table, printed before anything restarts.
 
+The server role observes each instance once (``sglang_observe``), before it writes anything, and applies the one
+decision ``decide`` takes from that observation - the plan's own rules, not a second set. When the plan pass already
+decided for the instance, ``decide`` compares the plan's observation of it with the role's (compare-and-swap): the
+host did not move since, so the plan's decision is applied as planned (``source: plan``); it moved, so it decides
+anew from the role's observation (``source: replanned``, ``moved`` names what changed). Without a plan it decides
+from the observation (``source: observed``). One observation, one decision per instance and run.
+
 What counts as "the process runs the configuration on disk" and "the configuration is the verified one" is
-rollout_state.py's (start_action, is_verified): the same rules the role applies afterwards.
+rollout_state.py's (start_action, is_verified, config_verified).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -24,6 +35,7 @@ __metaclass__ = type
 
 from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_state import (
     RUNNING,
+    config_verified,
     is_verified,
     start_action,
 )
@@ -33,6 +45,12 @@ DISRUPTIVE = ('restart', 'start', 'rollback', 'verify', 'stop')
 COLUMNS = ('host', 'instance', 'action', 'what changes', 'restart', 'why')
 # A file's name in the plan (the role's files, vars/main.yml __sglang_config_files plus the shim) -> what it is.
 FILE_LABELS = {'unit': 'unit', 'env': 'environment', 'secrets.env': 'secrets', 'shim': 'launcher shim'}
+# What of a unit's facts says whether it moved between two reads: its identity (InvocationID, a new one for every
+# start, also systemd's own restarts), its state and the main process' start. sub_state and since follow from these.
+SERVICE_IDENTITY = ('exists', 'active_state', 'invocation_id', 'started_at', 'result')
+# started_at is /proc/stat's btime (whole seconds, moved by a step of the wall clock) plus the process' start ticks:
+# two reads of one process may differ by up to a second; a new process has a new invocation_id anyway.
+STARTED_AT_SLACK = 1.0
 
 
 def _file_changes(want_files, seen_files):
@@ -59,9 +77,10 @@ def plan_instance(want, seen):
 
     ``want`` (rendered on the controller): state (sglang_state), files (name -> sha1 of the content the role writes,
     None for a file it removes, 'any' for one it leaves alone), pins (package -> version), apt (packages that must be
-    installed). ``seen`` (sglang_observe's instance result plus its host-wide facts): files (name -> sha1 or None),
-    service (exists, active_state, result, started_at), mtimes (list), last_good (exists, same, pins), packages,
-    pip, python_h, apt_missing, missing (directories, users, groups the role creates).
+    installed). ``seen`` (instance_seen(): sglang_observe's instance result, its venv's and its share of the host-wide
+    facts): files (name -> sha1 or None), service (exists, active_state, result, started_at), mtimes (list),
+    last_good (exists, same, pins), packages, pip, python_h, apt_missing, missing (directories, users, groups the
+    role creates).
     """
     state = want.get('state') or 'started'
     service = seen.get('service') or {}
@@ -113,32 +132,133 @@ def plan_instance(want, seen):
     return {'action': 'none', 'changes': [], 'restart': False, 'why': 'the verified configuration runs'}
 
 
-def plan_host(wants, observed, secrets=None):
-    """unit -> plan_instance() for every instance of a host; ``observed``: sglang_observe's whole result;
-    ``secrets``: unit -> the wanted secrets file's digest (None: no secrets file), kept apart from ``wants``."""
+def instance_seen(observed, unit, want):
+    """One instance's part of sglang_observe's result, as plan_instance and plan_seen read it: a plain dict.
+
+    The instance's own facts (files, service, mtimes, last_good, model, port_in_use), its venv's (packages, pip,
+    python_h, venv_error) and the host-wide ones narrowed to this instance: ``apt_missing`` only the packages
+    ``want['apt']`` names (``{python_major_minor}`` filled in with this instance's venv's version; a name is kept as
+    given when that is unknown), ``missing`` only ``want``'s directories, ``user X`` and ``group X``. So the plan's
+    observation of every instance of a host (apt packages, directories, users and groups the union of theirs) and the
+    role's of this one instance give the same dict for an unchanged host (decide compares them).
+    """
     observed = observed or {}
-    secrets = secrets or {}
-    host_facts = {
-        'apt_missing': observed.get('apt_missing') or [],
-        'missing': observed.get('missing') or [],
+    want = want or {}
+    instance = (observed.get('instances') or {}).get(unit) or {}
+    venv = (observed.get('venvs') or {}).get(want.get('venv') or '') or {}
+    version = venv.get('python_major_minor')
+    wanted_apt = set(name.replace('{python_major_minor}', version) if version else name for name in want.get('apt') or [])
+    host_missing = set(observed.get('missing') or [])
+    wanted_missing = (list(want.get('directories') or []) + ['user %s' % name for name in want.get('users') or []]
+                      + ['group %s' % name for name in want.get('groups') or []])
+    missing = []
+    for entry in wanted_missing:
+        if entry in host_missing and entry not in missing:
+            missing.append(entry)
+    return {
+        'files': instance.get('files') or {},
+        'service': instance.get('service') or {},
+        'mtimes': instance.get('mtimes') or [],
+        'last_good': instance.get('last_good') or {},
+        'model': instance.get('model') or {},
+        'port_in_use': instance.get('port_in_use'),
+        'packages': venv.get('packages') or {},
+        'pip': venv.get('pip', True),
+        'python_h': venv.get('python_h', True),
+        'venv_error': venv.get('error') or None,
+        'apt_missing': sorted(set(name for name in observed.get('apt_missing') or [] if name in wanted_apt)),
+        'missing': missing,
     }
+
+
+def plan_seen(want, seen):
+    """plan_instance(), then what the venv adds: a venv that cannot be asked is reported (a change), and missing
+    Python headers are installed when the role installs them (a change)."""
+    plan = plan_instance(want, seen)
+    if seen.get('venv_error') and plan['action'] in ('none', 'change'):
+        return {'action': 'change', 'changes': plan['changes'], 'restart': False,
+                'why': 'the venv cannot be asked (%s): the role reports it' % seen['venv_error']}
+    if not seen.get('python_h', True) and plan['action'] == 'none' and want.get('python_headers'):
+        return {'action': 'change', 'changes': ['Python.h missing'], 'restart': False,
+                'why': 'Triton needs the headers: the role installs and checks them'}
+    return plan
+
+
+def _with_secrets(want, secret_digest):
+    """The want with the wanted secrets file's digest among its files (kept apart from the rendered want)."""
+    return dict(want or {}, files=dict((want or {}).get('files') or {}, **{'secrets.env': secret_digest}))
+
+
+def plan_host(wants, observed, secrets=None):
+    """unit -> plan_seen() for every instance of a host; ``observed``: sglang_observe's whole result;
+    ``secrets``: unit -> the wanted secrets file's digest (None: no secrets file), kept apart from ``wants``."""
+    secrets = secrets or {}
     plans = {}
     for unit, want in sorted((wants or {}).items()):
-        seen = dict(host_facts)
-        seen.update((observed.get('instances') or {}).get(unit) or {})
-        venv = (observed.get('venvs') or {}).get(want.get('venv') or '') or {}
-        seen.update(packages=venv.get('packages') or {}, pip=venv.get('pip', True),
-                    python_h=venv.get('python_h', True))
-        want = dict(want, files=dict(want.get('files') or {}, **{'secrets.env': secrets.get(unit)}))
-        plan = plan_instance(want, seen)
-        if venv.get('error') and plan['action'] in ('none', 'change'):
-            plan = {'action': 'change', 'changes': plan['changes'], 'restart': False,
-                    'why': 'the venv cannot be asked (%s): the role reports it' % venv['error']}
-        elif not venv.get('python_h', True) and plan['action'] == 'none' and want.get('python_headers'):
-            plan = {'action': 'change', 'changes': ['Python.h missing'], 'restart': False,
-                    'why': 'Triton needs the headers: the role installs and checks them'}
-        plans[unit] = plan
+        want = _with_secrets(want, secrets.get(unit))
+        plans[unit] = plan_seen(want, instance_seen(observed, unit, want))
     return plans
+
+
+def _same_service(before, after):
+    """Whether two reads of a unit's facts show the same run of it (SERVICE_IDENTITY; started_at within a second)."""
+    for key in SERVICE_IDENTITY:
+        first, second = (before or {}).get(key), (after or {}).get(key)
+        if key == 'started_at' and first is not None and second is not None:
+            if abs(float(first) - float(second)) > STARTED_AT_SLACK:
+                return False
+        elif first != second:
+            return False
+    return True
+
+
+def moved_keys(before, after):
+    """The top-level keys of two instance_seen() dicts that differ, sorted (``service``: its identity only)."""
+    before, after = before or {}, after or {}
+    moved = []
+    for key in sorted(set(before) | set(after)):
+        same = (_same_service(before.get(key), after.get(key)) if key == 'service'
+                else before.get(key) == after.get(key))
+        if not same:
+            moved.append(key)
+    return moved
+
+
+def decide(want, observed, unit, secret_digest=None, planned=None):
+    """The one decision the server role applies for one instance, from its one observation of it.
+
+    ``want``: the instance's entry of the plan's ``sglang_plan_desired`` (state, venv, python_headers, pins, files,
+    apt, directories, users, groups, ...); ``observed``: sglang_observe's result (it must hold ``unit``);
+    ``secret_digest``: the wanted secrets file's SHA-1 (None: none); ``planned``: None, or the plan pass's
+    {decision: its plan_host() entry for this unit, observed: its sglang_observe result for the host}.
+
+    Returns plan_seen()'s {action, changes, restart, why} plus ``source`` (``plan``: the host did not move since the
+    plan's observation, so the plan's decision itself; ``replanned``: it moved, decided anew from this observation;
+    ``observed``: no plan), ``moved`` (the instance_seen keys that differ from the plan's observation, [] unless
+    replanned), ``verified`` (rollout_state.config_verified: the configuration the role writes, with the pins it
+    installs, is the last known good one) and ``unit_known`` (the unit exists on the host).
+    """
+    if unit not in ((observed or {}).get('instances') or {}):
+        raise ValueError('decide: %s is not in the observation (observed.instances has %s)'
+                         % (unit, ', '.join(sorted((observed or {}).get('instances') or {})) or 'no instance'))
+    want = _with_secrets(want, secret_digest)
+    seen = instance_seen(observed, unit, want)
+    if planned:
+        if not isinstance(planned, dict) or not isinstance(planned.get('decision'), dict) \
+                or not isinstance(planned.get('observed'), dict):
+            raise ValueError('decide: planned must be {decision: the plan of %s, observed: the plan pass\'s '
+                             'sglang_observe result}, got %r' % (unit, planned))
+        changed = moved_keys(instance_seen(planned['observed'], unit, want), seen)
+        if changed:
+            decision = dict(plan_seen(want, seen), source='replanned', moved=changed)
+        else:
+            decision = dict(planned['decision'], source='plan', moved=[])
+    else:
+        decision = dict(plan_seen(want, seen), source='observed', moved=[])
+    pins = dict((name, version) for name, version in (want.get('pins') or {}).items() if version)
+    decision.update(verified=config_verified(want['files'], seen['last_good'], dict(seen['packages'], **pins)),
+                    unit_known=bool(seen['service'].get('exists')))
+    return decision
 
 
 def host_route(plans):

@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
-"""The rollout plan: what each instance needs, where each host goes, and batches that keep multi-node groups whole."""
+"""The rollout plan: what each instance needs, where each host goes, and batches that keep multi-node groups whole;
+the role's one decision per observation, the plan's own when the host did not move since (compare-and-swap)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -8,11 +9,15 @@ __metaclass__ = type
 import pytest
 
 from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_plan import (
+    decide,
     host_route,
+    instance_seen,
+    moved_keys,
     normalize_serial,
     plan_host,
     plan_instance,
     plan_rows,
+    plan_seen,
     plan_summary,
     rollout_order,
 )
@@ -142,3 +147,255 @@ def test_a_multinode_group_is_pulled_in_whole_and_never_split():
 def test_a_bad_serial_is_refused(bad):
     with pytest.raises(ValueError, match='k26_serial'):
         normalize_serial(bad)
+
+
+# --- decide: one observation, one decision, the plan's when the host did not move (compare-and-swap) ---
+
+SAVED = {'unit': 'u1', 'env': 'e1', 'secrets.env': None}
+LAST_GOOD = {'exists': True, 'same': {'unit': True, 'env': True, 'secrets.env': True}, 'digests': dict(SAVED),
+             'pins': dict(PINS)}
+SERVICE = {'exists': True, 'active_state': 'active', 'sub_state': 'running', 'result': 'success',
+           'invocation_id': 'inv-1', 'since': 'Thu 2026-12-03 01:00:00 UTC', 'started_at': 1000.0}
+
+
+def desired(name, **overrides):
+    """One entry of sglang_plan_desired (the role's plan.yml/validate.yml)."""
+    base = {'state': 'started', 'venv': '/opt/sglang/venv', 'python_headers': True, 'multinode_group': '', 'nodes': [],
+            'pins': {'compressed-tensors': '0.18.0'}, 'files': {'unit': 'u1', 'env': 'e1', 'shim': 'any'},
+            'apt': ['python3-dev', 'python{python_major_minor}-dev', 'python3-requests'],
+            'directories': ['/etc/sglang', '/var/lib/llmops-sglang/server/%s' % name], 'users': ['sglang'],
+            'groups': ['sglang'],
+            'observe': {'unit': '%s.service' % name, 'files': {}, 'last_good_dir': '/lg/%s' % name, 'mtimes': [],
+                        'model_path': '/models/%s' % name, 'port': 30000}}
+    base.update(overrides)
+    return base
+
+
+def host(**overrides):
+    """A host as sglang_observe would read it: installed Debian packages, directories, accounts, venvs, instances."""
+    base = {'dpkg': {'python3-dev', 'python3-requests'}, 'dirs': {'/etc/sglang'}, 'users': {'root'},
+            'groups': {'root'},
+            'venvs': {'/opt/sglang/venv': {'path': '/opt/sglang/venv', 'exists': True, 'python_major_minor': '3.11',
+                                           'pip': True, 'python_h': True, 'packages': dict(PINS, torch=None)}},
+            'instances': {}}
+    base.update(overrides)
+    return base
+
+
+def instance(**overrides):
+    base = {'files': {'unit': 'u1', 'env': 'e1', 'secrets.env': None, 'shim': None}, 'service': dict(SERVICE),
+            'mtimes': [900.0, 950.0], 'last_good': LAST_GOOD,
+            'model': {'path': '/models/x', 'exists': True, 'complete': True, 'problem': ''}, 'port_in_use': True}
+    base.update(overrides)
+    return base
+
+
+def observe(state, wants):
+    """What sglang_observe returns for these wants, the way the plan (every instance) and the role (one) call it:
+    apt_packages, directories, users, groups the union over the wants; {python_major_minor} from the first venv."""
+    venvs = []
+    for want in wants:
+        if want['venv'] not in venvs:
+            venvs.append(want['venv'])
+    def union(key):
+        out = []
+        for want in wants:
+            out.extend(item for item in want[key] if item not in out)
+        return out
+    first = state['venvs'].get(venvs[0], {}) if venvs else {}
+    names = sorted(set(name.replace('{python_major_minor}', first.get('python_major_minor') or '3')
+                       for name in union('apt')))
+    missing = ([d for d in union('directories') if d not in state['dirs']]
+               + ['user %s' % u for u in union('users') if u not in state['users']]
+               + ['group %s' % g for g in union('groups') if g not in state['groups']])
+    units = [want['observe']['unit'] for want in wants]
+    return {'changed': False,
+            'instances': dict((unit, state['instances'][unit]) for unit in units if unit in state['instances']),
+            'venvs': dict((path, state['venvs'][path]) for path in venvs if path in state['venvs']),
+            'apt_missing': [name for name in names if name not in state['dpkg']], 'missing': missing}
+
+
+def two_instance_host(**overrides):
+    """Two instances on one venv: a.service wants python3-jmespath and user svc-a as well, b.service its own
+    directory first; /var/lib/.../a and b, user sglang, svc-a, group sglang and python3.11-dev are missing."""
+    wants = {
+        'a.service': desired('a', apt=desired('a')['apt'] + ['python3-jmespath'], users=['sglang', 'svc-a']),
+        'b.service': desired('b', directories=['/var/lib/llmops-sglang/server/b', '/etc/sglang']),
+    }
+    state = host(instances={'a.service': instance(), 'b.service': instance(service=dict(SERVICE, invocation_id='inv-2'))})
+    state.update(overrides)
+    return wants, state
+
+
+def test_instance_seen_of_the_plans_observation_equals_the_roles_of_one_instance():
+    wants, state = two_instance_host()
+    whole = observe(state, list(wants.values()))
+    # The plan's observation holds the union: both instances' directories, users and packages.
+    assert whole['apt_missing'] == ['python3-jmespath', 'python3.11-dev']
+    assert whole['missing'] == ['/var/lib/llmops-sglang/server/a', '/var/lib/llmops-sglang/server/b', 'user sglang',
+                                'user svc-a', 'group sglang']
+    for unit, want in wants.items():
+        alone = observe(state, [want])
+        assert instance_seen(whole, unit, want) == instance_seen(alone, unit, want), unit
+    seen_a = instance_seen(whole, 'a.service', wants['a.service'])
+    seen_b = instance_seen(whole, 'b.service', wants['b.service'])
+    assert seen_a['apt_missing'] == ['python3-jmespath', 'python3.11-dev']
+    assert seen_b['apt_missing'] == ['python3.11-dev']  # a's jmespath is not b's to install
+    assert seen_a['missing'] == ['/var/lib/llmops-sglang/server/a', 'user sglang', 'user svc-a', 'group sglang']
+    # In b's own order (its directory first), not the union's, so both scopes agree.
+    assert seen_b['missing'] == ['/var/lib/llmops-sglang/server/b', 'user sglang', 'group sglang']
+    assert seen_b['service']['invocation_id'] == 'inv-2' and seen_b['packages'] == dict(PINS, torch=None)
+    assert (seen_b['venv_error'], seen_b['pip'], seen_b['python_h'], seen_b['port_in_use']) == (None, True, True, True)
+    assert seen_b['model']['complete'] is True and seen_b['last_good'] == LAST_GOOD
+
+
+def test_instance_seen_holds_what_plan_instance_and_plan_seen_read():
+    wants, state = two_instance_host()
+    seen_b = instance_seen(observe(state, list(wants.values())), 'b.service', wants['b.service'])
+    assert set(seen_b) == {'files', 'service', 'mtimes', 'last_good', 'model', 'port_in_use', 'packages', 'pip',
+                           'python_h', 'venv_error', 'apt_missing', 'missing'}
+    # A venv that cannot be asked: its error, no packages; an unknown Python keeps the templated name as given.
+    broken = dict(state, venvs={'/opt/sglang/venv': {'path': '/opt/sglang/venv', 'exists': False, 'error': 'no Python'}})
+    seen = instance_seen(observe(broken, [wants['b.service']]), 'b.service', wants['b.service'])
+    assert (seen['venv_error'], seen['packages'], seen['apt_missing']) == ('no Python', {}, [])
+    assert instance_seen({}, 'x.service', {}) == {
+        'files': {}, 'service': {}, 'mtimes': [], 'last_good': {}, 'model': {}, 'port_in_use': None, 'packages': {},
+        'pip': True, 'python_h': True, 'venv_error': None, 'apt_missing': [], 'missing': []}
+
+
+def test_a_fact_the_plan_never_asked_is_a_move_not_a_match():
+    # Two venvs, two Pythons: the plan's one call fills {python_major_minor} with the first venv's (3.11), so it never
+    # asked dpkg about b's python3.12-dev; the role's call for b does. The CAS sees a move and decides anew.
+    wants, state = two_instance_host()
+    wants['b.service'] = dict(wants['b.service'], venv='/opt/b/venv')
+    state['venvs']['/opt/b/venv'] = dict(state['venvs']['/opt/sglang/venv'], path='/opt/b/venv', python_major_minor='3.12')
+    whole = observe(state, list(wants.values()))
+    alone = observe(state, [wants['b.service']])
+    assert 'python3.12-dev' not in whole['apt_missing'] and 'python3.12-dev' in alone['apt_missing']
+    planned = {'decision': plan_host(wants, whole)['b.service'], 'observed': whole}
+    decision = decide(wants['b.service'], alone, 'b.service', None, planned)
+    assert (decision['source'], decision['moved']) == ('replanned', ['apt_missing'])
+    assert 'install python3.12-dev' in decision['changes']
+
+
+def test_decide_without_a_plan_is_plan_hosts_decision_from_this_observation():
+    wants, state = two_instance_host()
+    alone = observe(state, [wants['b.service']])
+    decision = decide(wants['b.service'], alone, 'b.service')
+    plan = plan_host({'b.service': wants['b.service']}, alone)['b.service']
+    assert decision == dict(plan, source='observed', moved=[], verified=True, unit_known=True)
+    assert decision['action'] == 'change' and decision['restart'] is False
+
+
+def test_decide_applies_the_plans_own_decision_on_a_host_that_did_not_move():
+    wants, state = two_instance_host()
+    whole = observe(state, list(wants.values()))
+    plans = plan_host(wants, whole, {'a.service': None, 'b.service': None})
+    # A marker: the plan's dict is returned as it is, not decided again (decided again it would be 'change').
+    marked = dict(plans['b.service'], action='none', why='as planned', marker=1)
+    state_later = dict(state, instances=dict(state['instances']))
+    # The unit's sub_state and since are no identity; started_at read again may differ by btime's whole second.
+    state_later['instances']['b.service'] = instance(service=dict(SERVICE, invocation_id='inv-2', sub_state='start',
+                                                                  since='', started_at=1000.6))
+    for observed in (observe(state, [wants['b.service']]), observe(state_later, [wants['b.service']])):
+        decision = decide(wants['b.service'], observed, 'b.service', None, {'decision': marked, 'observed': whole})
+        assert decision == dict(marked, source='plan', moved=[], verified=True, unit_known=True)
+
+
+def _planned(wants, state):
+    whole = observe(state, list(wants.values()))
+    plans = plan_host(wants, whole)
+    return {'decision': dict(plans['a.service'], marker=1), 'observed': whole}
+
+
+@pytest.mark.parametrize('change, names, action', [
+    # The service restarted since the plan (another run, an operator, systemd's Restart=): a new invocation.
+    (lambda s: s['instances']['a.service']['service'].update(invocation_id='inv-9', started_at=2000.0),
+     ['service'], 'none'),
+    # Its main process started much later within the same invocation's facts: started_at beyond btime's second.
+    (lambda s: s['instances']['a.service']['service'].update(started_at=1005.0), ['service'], 'none'),
+    (lambda s: s['instances']['a.service']['service'].update(active_state='failed', result='exit-code'), ['service'],
+     'start'),
+    # A file changed on the host: written by someone else, the role now restarts to load it back.
+    (lambda s: s['instances']['a.service'].update(files=dict(instance()['files'], env='e9'), mtimes=[900.0, 1500.0]),
+     ['files', 'mtimes'], 'restart'),
+    # The pins changed under it: another compressed-tensors installed into the venv.
+    (lambda s: s['venvs']['/opt/sglang/venv'].update(packages=dict(PINS, **{'compressed-tensors': '0.8.1'})),
+     ['packages'], 'restart'),
+    # Saved as last known good since (a run that ended after the plan), the port, the checkpoint.
+    (lambda s: s['instances']['a.service'].update(last_good=dict(LAST_GOOD, pins={'sglang': '0.5.22'})), ['last_good'],
+     'verify'),
+    (lambda s: s['instances']['a.service'].update(port_in_use=False), ['port_in_use'], 'none'),
+    (lambda s: s['instances']['a.service'].update(model={'path': '/models/x', 'exists': False}), ['model'], 'none'),
+    # Someone removed its state directory.
+    (lambda s: s.update(dirs=s['dirs'] - {'/var/lib/llmops-sglang/server/a'}), ['missing'], 'change'),
+])
+def test_decide_on_a_host_that_moved_decides_anew_naming_what_moved(change, names, action):
+    wants, state = two_instance_host(dirs={'/etc/sglang', '/var/lib/llmops-sglang/server/a'})
+    wants['a.service'] = dict(wants['a.service'], apt=['python3-dev'], users=[], groups=[])
+    planned = _planned(wants, state)
+    assert planned['decision']['action'] == 'none'
+    state['instances']['a.service'] = instance(service=dict(SERVICE))
+    state['venvs']['/opt/sglang/venv'] = dict(state['venvs']['/opt/sglang/venv'])
+    change(state)
+    observed = observe(state, [wants['a.service']])
+    decision = decide(wants['a.service'], observed, 'a.service', None, planned)
+    assert (decision['source'], decision['moved']) == ('replanned', names)
+    assert 'marker' not in decision and decision['action'] == action, decision
+    expected = plan_host({'a.service': wants['a.service']}, observed)['a.service']
+    assert dict((key, decision[key]) for key in expected) == expected
+
+
+def test_decide_verified_is_the_configuration_the_role_writes_with_the_pins_it_installs():
+    wants, state = two_instance_host()
+    want = wants['a.service']
+    state['instances']['a.service'] = instance()
+    observed = observe(state, [want])
+    # No secrets file wanted and none saved: equal.
+    assert decide(want, observed, 'a.service', None)['verified'] is True
+    # A secrets file wanted, none saved; a file the role writes differs from the saved copy.
+    assert decide(want, observed, 'a.service', 's1')['verified'] is False
+    assert decide(dict(want, files=dict(want['files'], env='e2')), observed, 'a.service')['verified'] is False
+    # The role installs compressed-tensors 0.18.0 before the restart: 0.8.1 in the venv now still verifies.
+    old = dict(state, venvs={'/opt/sglang/venv': dict(state['venvs']['/opt/sglang/venv'],
+                                                      packages=dict(PINS, **{'compressed-tensors': '0.8.1'}))})
+    decision = decide(want, observe(old, [want]), 'a.service')
+    assert (decision['action'], decision['verified']) == ('restart', True)
+    # Pins the role installs that differ from the saved ones: not verified.
+    assert decide(dict(want, pins={'compressed-tensors': '0.19.0'}), observed, 'a.service')['verified'] is False
+    # The saved copy's secrets, and the same wanted: verified.
+    saved = dict(state, instances={'a.service': instance(last_good=dict(LAST_GOOD, digests=dict(SAVED, **{'secrets.env': 's1'})))})
+    assert decide(want, observe(saved, [want]), 'a.service', 's1')['verified'] is True
+
+
+def test_decide_unit_known_and_refusals():
+    wants, state = two_instance_host()
+    want = wants['a.service']
+    state['instances']['a.service'] = instance(service={'exists': False, 'active_state': 'inactive'})
+    decision = decide(want, observe(state, [want]), 'a.service')
+    assert (decision['unit_known'], decision['action']) == (False, 'start')
+    with pytest.raises(ValueError, match='a.service is not in the observation'):
+        decide(want, {'instances': {}}, 'a.service')
+    with pytest.raises(ValueError, match='planned must be'):
+        decide(want, observe(state, [want]), 'a.service', None, {'decision': None, 'observed': {}})
+    # The plan's observation does not hold the instance (added since): a move, decided anew.
+    decision = decide(want, observe(state, [want]), 'a.service', None,
+                      {'decision': {'action': 'none'}, 'observed': {'instances': {}}})
+    assert decision['source'] == 'replanned' and 'service' in decision['moved'] and 'files' in decision['moved']
+
+
+def test_plan_seen_adds_the_venvs_two_overrides():
+    base = seen(python_h=True, venv_error=None)
+    assert plan_seen(want(), base)['action'] == 'none'
+    assert plan_seen(want(), dict(base, venv_error='no Python'))['why'].startswith('the venv cannot be asked (no Python)')
+    assert plan_seen(want(python_headers=True), dict(base, python_h=False))['changes'] == ['Python.h missing']
+    assert plan_seen(want(python_headers=False), dict(base, python_h=False))['action'] == 'none'
+    # A restart stays a restart: the overrides only turn nothing (or a change) into a change.
+    assert plan_seen(want(state='restarted'), dict(base, venv_error='x'))['action'] == 'restart'
+
+
+def test_moved_keys_compares_a_units_identity_only():
+    before = {'service': dict(SERVICE), 'files': {'unit': 'u1'}}
+    assert moved_keys(before, {'service': dict(SERVICE, sub_state='x', since='y'), 'files': {'unit': 'u1'}}) == []
+    assert moved_keys(before, {'service': dict(SERVICE, started_at=None), 'files': {'unit': 'u2'}}) == ['files', 'service']
+    assert moved_keys({}, {'port_in_use': None}) == []
