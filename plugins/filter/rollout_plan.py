@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: llmops.sglang contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters through which playbooks/deploy_k26.yml applies the rollout plan of module_utils/rollout/rollout_plan.py."""
+"""Filters through which playbooks/deploy_k26.yml applies the rollout plan of module_utils/rollout/rollout_plan.py, and
+the server role its one decision per instance (sglang_decide)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -12,6 +13,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.llmops.sglang.plugins.module_utils.monitoring.fleet_report import format_table
 from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_plan import (
     COLUMNS,
+    decide,
     host_route,
     plan_host,
     plan_rows,
@@ -24,6 +26,15 @@ def sglang_plan(wants, observed, secrets=None):
     """Filter: the role's rendered instances (unit -> want) + sglang_observe's result (+ the secrets' digests)
     -> unit -> plan."""
     return plan_host(dict(wants or {}), dict(observed or {}), dict(secrets or {}))
+
+
+def sglang_decide(want, observed, unit, secret_digest=None, planned=None):
+    """Filter: one instance's want + the role's sglang_observe result + its unit (+ the wanted secrets' digest, + the
+    plan's {decision, observed}) -> {action, changes, restart, why, source, moved, verified, unit_known}."""
+    try:
+        return decide(dict(want or {}), dict(observed or {}), unit, secret_digest, dict(planned) if planned else None)
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc))
 
 
 def sglang_plan_route(plans):
@@ -64,6 +75,7 @@ class FilterModule(object):
     def filters(self):
         return {
             'sglang_plan': sglang_plan,
+            'sglang_decide': sglang_decide,
             'sglang_plan_route': sglang_plan_route,
             'sglang_plan_table': sglang_plan_table,
             'sglang_rollout_order': sglang_rollout_order,
