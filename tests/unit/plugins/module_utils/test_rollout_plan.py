@@ -190,24 +190,26 @@ def instance(**overrides):
     return base
 
 
+def _union(wants, key):
+    """deploy_k26.yml's `map(attribute=key) | flatten | unique`: the first occurrence's order."""
+    out = []
+    for want in wants:
+        for item in ([want[key]] if isinstance(want[key], str) else want[key]):
+            if item not in out:
+                out.append(item)
+    return out
+
+
 def observe(state, wants):
     """What sglang_observe returns for these wants, the way the plan (every instance) and the role (one) call it:
     apt_packages, directories, users, groups the union over the wants; {python_major_minor} from the first venv."""
-    venvs = []
-    for want in wants:
-        if want['venv'] not in venvs:
-            venvs.append(want['venv'])
-    def union(key):
-        out = []
-        for want in wants:
-            out.extend(item for item in want[key] if item not in out)
-        return out
+    venvs = _union(wants, 'venv')
     first = state['venvs'].get(venvs[0], {}) if venvs else {}
     names = sorted(set(name.replace('{python_major_minor}', first.get('python_major_minor') or '3')
-                       for name in union('apt')))
-    missing = ([d for d in union('directories') if d not in state['dirs']]
-               + ['user %s' % u for u in union('users') if u not in state['users']]
-               + ['group %s' % g for g in union('groups') if g not in state['groups']])
+                       for name in _union(wants, 'apt')))
+    missing = ([d for d in _union(wants, 'directories') if d not in state['dirs']]
+               + ['user %s' % u for u in _union(wants, 'users') if u not in state['users']]
+               + ['group %s' % g for g in _union(wants, 'groups') if g not in state['groups']])
     units = [want['observe']['unit'] for want in wants]
     return {'changed': False,
             'instances': dict((unit, state['instances'][unit]) for unit in units if unit in state['instances']),
