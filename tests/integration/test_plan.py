@@ -9,11 +9,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
+import os
 import re
+import signal
+import subprocess
 
 import pytest
 
-from conftest import local_groups_inventory
+from conftest import REPO_ROOT, local_groups_inventory, venv_tool
 
 UNIT = 'sglang-k26.service'
 ENV_FILE = '/etc/sglang/sglang-k26.env'
@@ -184,3 +188,48 @@ def test_tags_sglang_preflight_runs_the_preflight_alone(plan_fleet):
     assert invocation(fleet, single) == before
     # Put it back (a normal run) so that the module's last state is a deployed fleet.
     assert deploy(fleet, inventory).rc == 0
+
+
+def test_a_host_that_moves_between_the_plan_and_its_batch_is_planned_anew(plan_fleet):
+    """Observe once, decide once: a batch applies the plan's decision only while the host is as the plan saw it.
+
+    The single host and the group's rank 1 both drift, so the canary batch is the single host and the group follows.
+    While the canary loads, rank 1's environment file drifts again: its batch must see that (compare-and-swap on
+    what the plan's decision rested on), say so and decide anew; rank 0 and the canary, unmoved, apply the plan's
+    decision without a word about it."""
+    fleet, inventory, single, rank0, rank1 = plan_fleet
+    break_env(fleet, single)
+    break_env(fleet, rank1)
+    command = [venv_tool('ansible-playbook'), '-i', fleet.inventory, 'playbooks/deploy_k26.yml', '-e',
+               json.dumps(dict(SECRETS, sglang_env=TEST_ENV, k26_hosts=','.join(h.name for h in (single, rank0, rank1)))),
+               '-i', local_groups_inventory(), '-i', inventory]
+    proc = subprocess.Popen(command, cwd=str(REPO_ROOT), env=fleet.ansible_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True, stdin=subprocess.DEVNULL)
+    lines = []
+    try:
+        # The canary's wait has begun (its live progress line): the plan is made and the group's batch is still ahead.
+        for line in proc.stdout:
+            lines.append(line)
+            if re.match(r'^\s*%s\s+sglang-k26\s' % re.escape(single.name), line):
+                break
+        assert proc.poll() is None, ''.join(lines)
+        fleet.run(rank1, 'echo "DRIFT=2" >> %s' % ENV_FILE, check=True)
+        output = ''.join(lines) + proc.communicate(timeout=1500)[0]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 0, output
+    rows = plan_rows(output)
+    assert rows[single.name] == ('restart', 'yes') and rows[rank1.name] == ('restart', 'yes'), output
+    assert rollout_batches(output) == [[single.name], sorted([rank0.name, rank1.name])], output
+    moved = re.findall(r'ok: \[([^\]]+)\] => \{\s*"msg": "(\S+) changed since the plan \(([^)]*)\): now (\S+)', output)
+    # Only rank 1 moved, and only its files; it is still a restart, of the file as it is after the second drift. The
+    # other hosts were seen by their batches too (not a vacuous pass: each ran the decision and restarted).
+    assert [(host, unit, action) for host, unit, _keys, action in moved] == [(rank1.name, UNIT, 'restart')], output
+    assert 'files' in moved[0][2].split(', '), output
+    for host in (single, rank0, rank1):
+        assert re.search(r'TASK \[llmops\.sglang\.server : Decide what the instance needs\][^\n]*\n(?:[^\n]*\n)*?ok: \[%s\]'
+                         % re.escape(host.name), output), output
+    for host in (single, rank1):
+        assert 'DRIFT' not in fleet.run(host, 'cat %s' % ENV_FILE, check=True).stdout

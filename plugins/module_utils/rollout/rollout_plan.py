@@ -171,17 +171,33 @@ def instance_seen(observed, unit, want):
     }
 
 
+# What the role does to the unit for each action before its wait: restart it, start it (a no-op when it runs), or
+# leave it. A rollback's first step is a start of the configuration on disk (restored if it does not answer).
+START = {'restart': 'restart', 'start': 'start', 'rollback': 'start'}
+
+
+def _applied(plan, want, seen):
+    """The plan with what the role's tasks apply: ``start`` (restart, start or none), ``files`` (the names of the
+    files whose content changes: the role parses a changed unit's argv first) and ``config_changed`` (a file or a pin
+    changes: the deployment metrics' config_changed)."""
+    stopping = (want.get('state') or 'started') in ('stopped', 'absent')
+    files = [] if stopping else _file_changes(want.get('files'), seen.get('files'))
+    pins = [] if stopping else _pin_changes(want.get('pins'), seen.get('packages'))
+    return dict(plan, start='none' if stopping else START.get(plan['action'], 'none'), files=files,
+                config_changed=bool(files or pins))
+
+
 def plan_seen(want, seen):
     """plan_instance(), then what the venv adds: a venv that cannot be asked is reported (a change), and missing
-    Python headers are installed when the role installs them (a change)."""
+    Python headers are installed when the role installs them (a change); with _applied()'s keys."""
     plan = plan_instance(want, seen)
     if seen.get('venv_error') and plan['action'] in ('none', 'change'):
-        return {'action': 'change', 'changes': plan['changes'], 'restart': False,
+        plan = {'action': 'change', 'changes': plan['changes'], 'restart': False,
                 'why': 'the venv cannot be asked (%s): the role reports it' % seen['venv_error']}
-    if not seen.get('python_h', True) and plan['action'] == 'none' and want.get('python_headers'):
-        return {'action': 'change', 'changes': ['Python.h missing'], 'restart': False,
+    elif not seen.get('python_h', True) and plan['action'] == 'none' and want.get('python_headers'):
+        plan = {'action': 'change', 'changes': ['Python.h missing'], 'restart': False,
                 'why': 'Triton needs the headers: the role installs and checks them'}
-    return plan
+    return _applied(plan, want, seen)
 
 
 def _with_secrets(want, secret_digest):
