@@ -10,6 +10,7 @@ __metaclass__ = type
 from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_state import (
     after_rollback,
     after_wait,
+    outcome,
 )
 
 
@@ -23,6 +24,11 @@ def sglang_after_rollback(wait_ok, elapsed=None, reason=None, message=None):
     return after_rollback(bool(wait_ok), elapsed, reason, message)
 
 
+def sglang_outcome(wait_result, unit, failure=None, next_step=None, rollback=None, packages=None, config_changed=False):
+    """Filter: the waiter's result + what followed it -> the instance's outcome (with ``outcome`` and ``message``)."""
+    return outcome(unit, wait_result, failure, next_step, rollback, packages, config_changed)
+
+
 class FilterModule(object):
     """llmops.sglang rollout decisions."""
 
@@ -30,4 +36,5 @@ class FilterModule(object):
         return {
             'sglang_after_wait': sglang_after_wait,
             'sglang_after_rollback': sglang_after_rollback,
+            'sglang_outcome': sglang_outcome,
         }

@@ -12,7 +12,9 @@ environment, secrets, package pins). The role compares the configuration it leav
 - ``start_action``: restart, start or leave the unit, so that the process runs the files on disk;
 - ``after_wait``: keep a configuration that answered (and remember it when it was not the verified one), restore
   the verified one when an unverified one does not answer, or fail;
-- ``after_rollback``: report what the single restore achieved.
+- ``after_rollback``: report what the single restore achieved;
+- ``outcome``: the instance's outcome, made once from the wait's verdict and what followed it: the record the fleet
+  report, the deployment metrics and the host's failure all read.
 
 A run killed at any point therefore leaves a state the next run finishes: an unverified configuration is waited for
 and kept if it answers, replaced by the last good one (once per run) if it does not.
@@ -122,3 +124,32 @@ def after_rollback(wait_ok, elapsed=None, reason=None, message=None):
                         '(ready after %.1f s).' % float(elapsed or 0)}
     return {'action': 'fail', 'rolled_back': False,
             'note': 'Rolling back failed too (%s: %s); this host needs attention.' % (reason or 'error', message or '')}
+
+
+def outcome(unit, wait_result, failure, next_step=None, rollback=None, packages=None, config_changed=False):
+    """The instance's outcome, made in this one place: the waiter's result (``failure``'s when the wait failed) plus
+    ``packages``, ``rolled_back``, ``changed_config``, ``outcome`` (ready, failed, rolled_back, rollback_failed) and
+    ``message`` (None when ready: the text the host fails with, the waiter's reason, message and hint, then what the
+    rollout did about it).
+
+    ``next_step``: after_wait()'s result; ``rollback``: after_rollback()'s, or empty when there was no restore.
+    """
+    rollback = rollback or {}
+    record = dict(failure if failure is not None else (wait_result or {}))
+    rolled_back = bool(rollback.get('rolled_back'))
+    record.update(packages=dict(packages or {}), rolled_back=rolled_back, changed_config=bool(config_changed))
+    if failure is None:
+        record.update(outcome='ready', message=None)
+        return record
+    if rolled_back:
+        state = 'rolled_back'
+    elif rollback:
+        state = 'rollback_failed'
+    else:
+        state = 'failed'
+    hint = failure.get('hint') or ''
+    note = rollback.get('note') or (next_step or {}).get('note') or ''
+    parts = ['%s is not ready (%s):' % (unit, failure.get('reason') or 'error'), failure.get('msg') or '',
+             ('Hint: %s' % hint) if hint else '', note]
+    record.update(outcome=state, message=' '.join(part.strip() for part in parts if part and part.strip()))
+    return record

@@ -12,6 +12,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_stat
     after_wait,
     config_verified,
     is_verified,
+    outcome,
     pins_of,
     start_action,
 )
@@ -130,3 +131,32 @@ def test_after_rollback_reports_the_restores_own_failure():
     bad = after_rollback(False, reason='crash_loop', message='restart 1 during the wait')
     assert not bad['rolled_back']
     assert bad['note'] == 'Rolling back failed too (crash_loop: restart 1 during the wait); this host needs attention.'
+
+
+READY = {'ready': True, 'reason': None, 'elapsed': 12.5, 'msg': 'ready after 12.5 s'}
+CRASH = {'ready': False, 'reason': 'scheduler_exception', 'msg': 'Scheduler hit an exception',
+         'hint': 'install python3-dev AND python3.X-dev'}
+
+
+def test_outcome_of_a_ready_instance_has_no_message():
+    record = outcome('a.service', READY, None, after_wait(True, False, True, True), {}, PINS, True)
+    assert record['outcome'] == 'ready' and record['message'] is None
+    assert record['elapsed'] == 12.5 and record['packages'] == PINS
+    assert record['rolled_back'] is False and record['changed_config'] is True
+
+
+def test_outcome_of_a_failed_wait_says_why_and_what_followed():
+    rollback = after_rollback(True, 8.0)
+    # the waiter's result after the restore is the restored one's; the outcome is the failed configuration's
+    record = outcome('a.service', READY, CRASH, after_wait(False, False, True, True), rollback, PINS, True)
+    assert record['outcome'] == 'rolled_back' and record['rolled_back'] is True
+    assert record['reason'] == 'scheduler_exception' and record['ready'] is False
+    assert record['message'] == ('a.service is not ready (scheduler_exception): Scheduler hit an exception '
+                                 'Hint: install python3-dev AND python3.X-dev ' + rollback['note'])
+    failed_too = outcome('a.service', {}, CRASH, after_wait(False, False, True, True),
+                         after_rollback(False, None, 'timeout', 'no answer'), {}, False)
+    assert failed_too['outcome'] == 'rollback_failed' and 'Rolling back failed too (timeout: no answer)' in failed_too['message']
+    nothing = outcome('a.service', {}, dict(CRASH, hint=''), after_wait(False, False, False, True), {}, {}, False)
+    assert nothing['outcome'] == 'failed' and 'Hint' not in nothing['message']
+    assert nothing['message'].endswith('No configuration of this unit was known to work before, so nothing was rolled back.')
+    assert '  ' not in nothing['message']
