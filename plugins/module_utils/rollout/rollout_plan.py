@@ -171,8 +171,10 @@ def instance_seen(observed, unit, want):
     }
 
 
-# What the role does to the unit for each action before its wait: restart it, start it (a no-op when it runs), or
-# leave it. A rollback's first step is a start of the configuration on disk (restored if it does not answer).
+# What the role does to the unit for each action before its wait: restart it (behind routers: drained first), start
+# it (a no-op when it runs), or leave it. A unit that does not run but whose configuration changes is restarted, as a
+# changed one always is (a crashed worker may still be listed by a router: the restart's drain takes it out first).
+# A rollback's first step is a start of the configuration on disk (restored if it does not answer).
 START = {'restart': 'restart', 'start': 'start', 'rollback': 'start'}
 
 
@@ -183,8 +185,10 @@ def _applied(plan, want, seen):
     stopping = (want.get('state') or 'started') in ('stopped', 'absent')
     files = [] if stopping else _file_changes(want.get('files'), seen.get('files'))
     pins = [] if stopping else _pin_changes(want.get('pins'), seen.get('packages'))
-    return dict(plan, start='none' if stopping else START.get(plan['action'], 'none'), files=files,
-                config_changed=bool(files or pins))
+    start = START.get(plan['action'], 'none')
+    if start == 'start' and (files or pins):
+        start = 'restart'
+    return dict(plan, start='none' if stopping else start, files=files, config_changed=bool(files or pins))
 
 
 def plan_seen(want, seen):

@@ -401,3 +401,24 @@ def test_moved_keys_compares_a_units_identity_only():
     assert moved_keys(before, {'service': dict(SERVICE, sub_state='x', since='y'), 'files': {'unit': 'u1'}}) == []
     assert moved_keys(before, {'service': dict(SERVICE, started_at=None), 'files': {'unit': 'u2'}}) == ['files', 'service']
     assert moved_keys({}, {'port_in_use': None}) == []
+
+
+@pytest.mark.parametrize('wanted, observed, action, start, files, config_changed', [
+    # a fresh host: no unit, every file new; restarted (behind routers: drained first), as a changed unit always is
+    (want(), seen(files={}, service={'exists': False}, last_good={}), 'start', 'restart', ['env', 'unit'], True),
+    # a unit that crashed on a configuration that never served, nothing changed since: started once, then judged
+    (want(), seen(service=dict(RUNNING, active_state='failed'), last_good=dict(VERIFIED, same={'unit': False})),
+     'rollback', 'start', [], False),
+    (want(), seen(service=dict(RUNNING, active_state='inactive')), 'start', 'start', [], False),
+    (want(files=dict(FILES, env='e2')), seen(), 'restart', 'restart', ['env'], True),
+    (want(pins={'compressed-tensors': '0.19.0'}), seen(), 'restart', 'restart', [], True),
+    (want(state='restarted'), seen(), 'restart', 'restart', [], False),
+    (want(), seen(last_good={}), 'verify', 'none', [], False),
+    (want(), seen(), 'none', 'none', [], False),
+    # a stop is stop.yml's, never a start; it writes no file
+    (want(state='stopped', files=dict(FILES, env='e2')), seen(), 'stop', 'none', [], False),
+])
+def test_the_decision_says_what_the_role_does_to_the_unit(wanted, observed, action, start, files, config_changed):
+    decision = plan_seen(wanted, observed)
+    assert (decision['action'], decision['start'], decision['files'], decision['config_changed']) == (
+        action, start, files, config_changed), decision
