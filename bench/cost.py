@@ -117,8 +117,8 @@ def render_cost(result):
     base, new = result["trees"]["base"], result["trees"]["new"]
     lines = ["## Deploy cost: the server role before and after observe once, decide once (issue 24)", "",
              "`playbooks/deploy_k26.yml` from two trees, alternately, on one private fleet of %d real systemd hosts "
-             "(`bench/cost.py`): **base** `%s` (%s), checked out in a temporary detached git worktree, and **new** `%s` "
-             "(%s, the tree the bench ran from%s). Each tree runs with its own cwd, ansible.cfg and "
+             "(`bench/cost.py`): **base** `%s` (%s), checked out in a temporary detached git worktree, and **new** "
+             "`%s` (%s, the tree the bench ran from%s). Each tree runs with its own cwd, ansible.cfg and "
              "`.build/collections`, the same inventory and extra vars, default rollout policy (`[1, '25%%']`). "
              "Scenarios: **noop**, a re-run with nothing to change; **change**, a new environment value on every "
              "host for each run (every host restarts, waits and saves its configuration, in both trees). %d "
