@@ -111,6 +111,14 @@ def fmt_ratio(value):
     return "%.2fx" % value if value is not None else "-"
 
 
+def short(subject, width=60):
+    """A commit subject cut at a word for the page's prose ("..." when cut); the JSON keeps it whole."""
+    subject = " ".join(str(subject or "").split())
+    if len(subject) <= width:
+        return subject
+    return subject[:width].rsplit(" ", 1)[0].rstrip(",;:(") + "..."
+
+
 def render_cost(result):
     """The page's section (Markdown lines)."""
     summary = summarize(result["runs"])
@@ -131,8 +139,9 @@ def render_cost(result):
              "+ skipped + failed per host; *module tasks* are the results that ran something for the host (not "
              "skipped, not an include, set_fact, debug, assert, fail or meta: `bench/callback_plugins/"
              "bench_count.py`); medians over the hosts, then over the runs." % (
-                 result["hosts"], base["rev"], base.get("subject") or base["commit"][:12], new["rev"],
-                 new.get("subject") or new["commit"][:12], ", with uncommitted changes" if new.get("dirty") else "",
+                 result["hosts"], base["rev"], short(base.get("subject")) or base["commit"][:12], new["rev"],
+                 short(new.get("subject")) or new["commit"][:12],
+                 ", with uncommitted changes" if new.get("dirty") else "",
                  result["rounds"], result["hosts"], result.get("idle_cpu_s_per_s") or 0.0), ""]
     first = result.get("first_deploy")
     if first:
@@ -192,7 +201,7 @@ def _git(*args, cwd=REPO):
 
 def describe(tree, rev=None):
     return {"rev": rev or _git("rev-parse", "--short", "HEAD", cwd=tree), "commit": _git("rev-parse", "HEAD", cwd=tree),
-            "subject": _git("log", "-1", "--format=%s", cwd=tree)[:100],
+            "subject": _git("log", "-1", "--format=%s", cwd=tree),
             "dirty": bool(_git("status", "--porcelain", "--untracked-files=no", cwd=tree))}
 
 

@@ -97,6 +97,13 @@ def test_the_section_shows_medians_ratios_and_every_run(cost):
     assert 'base noop 0: rc 0, 0 changed (0 hosts), load 3.0; new noop 0' in text
 
 
+def test_a_long_commit_subject_is_cut_at_a_word(cost):
+    assert cost.short('one two') == 'one two'
+    assert cost.short('bench: section cost, the deploy cost of two trees side by side (issue 24)', 40) == \
+        'bench: section cost, the deploy cost of...'
+    assert cost.short(None) == ''
+
+
 def test_not_slower_is_judged_on_the_wall_ratio_with_slack(cost):
     runs = [run('base', 'noop', wall=20.0), run('new', 'noop', wall=19.0),
             run('base', 'change', wall=40.0), run('new', 'change', wall=43.0)]
