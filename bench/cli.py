@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 from .common import BENCH, COLLECTIONS, LOOP_CAP, REPO, SECTIONS, log
+from .cost import BASE, HOSTS as COST_HOSTS, ROUNDS as COST_ROUNDS, run_cost
 from .cpu import run_cpu
 from .hosts import BenchFleet, prepare_hosts
 from .lag import run_lag
@@ -66,7 +67,7 @@ def carry_over(results, sections):
         return
     previous = json.loads(path.read_text(encoding="utf-8"))
     keys = {"cpu": ["cpu"], "lag": ["lag_trials", "lag_summary", "lag_hosts"], "sync": ["model_sync"],
-            "rollout": ["rollout"], "router": ["router"],
+            "rollout": ["rollout"], "cost": ["cost"], "router": ["router"],
             "restart": ["router_restart"]}
     carried = [section for section in SECTIONS if section not in sections
                and any(key in previous for key in keys[section])]
@@ -124,6 +125,13 @@ def build_parser():
                         help="run only these sections (the page keeps the others' last results)")
     # Hidden: the rollout's fleet sizes, to validate the section on a small fleet (--quick --only rollout).
     parser.add_argument("--rollout-sizes", default=",".join(str(s) for s in SIZES), help=argparse.SUPPRESS)
+    # The deploy cost (section cost): the base tree, the fleet's size and the rounds (default 3, 1 with --quick).
+    parser.add_argument("--cost-base", default=BASE, metavar="REV",
+                        help="git revision of the base tree the deploy cost compares with (default %(default)s)")
+    parser.add_argument("--cost-hosts", type=int, default=COST_HOSTS, help="hosts of the deploy cost's fleet")
+    parser.add_argument("--cost-rounds", type=int, default=None,
+                        help="rounds of the deploy cost (each: both trees, both scenarios; default %d, 1 with --quick)"
+                        % COST_ROUNDS)
     return parser
 
 
@@ -147,11 +155,14 @@ def main():
         # A smoke run: one trial per scenario, a short CPU window, no rollout unless --only rollout (its fleet and
         # first deploy alone take minutes); the crash loop trial ends before the seeds' loops could see the start limit.
         plan = {"hosts": 5, "lag_hosts": 4, "lag_trials": 1, "cpu_window": 20.0, "cpu_rounds": 1, "loop_cap": 30.0,
-                "rollout": "rollout" in args.only}
+                "rollout": "rollout" in args.only, "cost": "cost" in args.only, "cost_rounds": 1}
     else:
         plan = {"hosts": 6, "lag_hosts": 5, "lag_trials": 5, "cpu_window": 60.0, "cpu_rounds": 3, "loop_cap": 85.0,
-                "rollout": True}
+                "rollout": True, "cost": True, "cost_rounds": COST_ROUNDS}
     plan["rollout_sizes"] = [int(size) for size in args.rollout_sizes.split(",")]
+    if args.cost_rounds is not None:
+        plan["cost_rounds"] = args.cost_rounds
+    plan.update({"cost_base": args.cost_base, "cost_hosts": args.cost_hosts})
     LOOP_CAP[0] = plan["loop_cap"]
     started = time.time()
     results = {"quick": args.quick, "seed": seed, "started": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"),
@@ -174,6 +185,14 @@ def main():
                     lambda: run_rollout(args.state_dir, args.prefix, plan["rollout_sizes"], {1: 2}))
         else:
             results["extra_notes"].append("Rollout at fleet scale not measured in this run (%s)." % (
+                "--quick" if args.quick else "not selected"))
+        load.phase = "cost"
+        if "cost" in sections and plan["cost"]:
+            # Its own fleet (own state dir and prefix) and the base tree's worktree, both gone before the next section.
+            guarded(results, "cost", "cost",
+                    lambda: run_cost(plan["cost_base"], plan["cost_hosts"], plan["cost_rounds"]))
+        else:
+            results["extra_notes"].append("Deploy cost (issue 24) not measured in this run (%s)." % (
                 "--quick" if args.quick else "not selected"))
         booted = any(section in sections for section in ("cpu", "lag", "sync", "router", "restart"))
         if booted:

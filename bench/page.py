@@ -6,6 +6,7 @@
 from __future__ import absolute_import, division, print_function
 
 from .common import CPU_TOOLS, LAG_TOOLS, SCENARIOS, SECTIONS, TOOL_LABELS, WAITER_STALL_TIMEOUT, WAITER_TIMEOUT
+from .cost import cost_notes, render_cost
 from .model_sync import render_model_sync
 from .rollout import render_rollout, rollout_notes
 from .router_drain import render_router_drain
@@ -135,6 +136,8 @@ def render(results):
         add("")
     if results.get("rollout"):
         lines.extend(render_rollout(results["rollout"]))
+    if results.get("cost"):
+        lines.extend(render_cost(results["cost"]))
     if results.get("model_sync"):
         lines.extend(render_model_sync(results["model_sync"]))
     if results.get("router"):
@@ -175,6 +178,8 @@ def evaluate(results):
         notes.extend(why_notes(results, waiter))
     if results.get("rollout"):
         notes.extend(rollout_notes(results["rollout"]))
+    if results.get("cost"):
+        notes.extend(cost_notes(results["cost"]))
     notes.extend(results.get("extra_notes", []))
     return notes
 

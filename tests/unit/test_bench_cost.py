@@ -1,0 +1,166 @@
+# -*- coding: utf-8 -*-
+# Copyright: llmops.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""bench/cost.py (issue 24's deploy cost): the order of the trees, the medians and ratios, the page's section and its
+verdicts, and what the bench_count callback counts. Pure: no fleet, no git, no ansible run."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import importlib.util
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture
+def cost():
+    sys.path[:0] = [ROOT, os.path.join(ROOT, 'tests')]
+    try:
+        from bench import cost as module  # pylint: disable=import-outside-toplevel
+    finally:
+        del sys.path[:2]
+    return module
+
+
+@pytest.fixture
+def cli():
+    sys.path[:0] = [ROOT, os.path.join(ROOT, 'tests')]
+    try:
+        from bench import cli as module  # pylint: disable=import-outside-toplevel
+    finally:
+        del sys.path[:2]
+    return module
+
+
+def run(tree, scenario, round_index=0, rc=0, wall=10.0, controller=5.0, hosts=2.0, tasks=40, modules=20):
+    return {'tree': tree, 'scenario': scenario, 'round': round_index, 'rc': rc, 'wall_s': wall,
+            'controller_cpu_s': controller, 'hosts_cpu_s': hosts, 'tasks_per_host': tasks, 'modules_per_host': modules,
+            'changed': 0, 'hosts_changed': 0, 'loadavg_1m': 3.0}
+
+
+def result(runs, rounds=3):
+    return {'hosts': 2, 'rounds': rounds, 'runs': runs, 'idle_cpu_s_per_s': 0.02, 'fleet_up_s': 30.0,
+            'first_deploy': {'wall_s': 90.0, 'rc': 0, 'changed': 40},
+            'trees': {'base': {'rev': 'c4d0ce2', 'commit': 'c4d0ce2' + '0' * 33, 'subject': 'before'},
+                      'new': {'rev': '407001f', 'commit': '407001f' + '0' * 33, 'subject': 'after', 'dirty': True}}}
+
+
+def test_the_trees_alternate_abba(cost):
+    assert [cost.order(r) for r in range(4)] == [('base', 'new'), ('new', 'base'), ('base', 'new'), ('new', 'base')]
+
+
+def test_median_and_ratio_leave_out_what_is_missing(cost):
+    assert cost.median([3.0, None, 1.0, 2.0]) == 2.0
+    assert cost.median([None]) is None
+    assert cost.ratio(5.0, 10.0) == 0.5
+    assert cost.ratio(None, 10.0) is None and cost.ratio(5.0, None) is None and cost.ratio(5.0, 0) is None
+
+
+def test_summary_medians_per_scenario_and_tree_and_new_over_base(cost):
+    runs = [run('base', 'noop', 0, wall=20.0, controller=8.0), run('new', 'noop', 0, wall=12.0, controller=4.0),
+            run('new', 'noop', 1, wall=14.0, controller=6.0), run('base', 'noop', 1, wall=24.0, controller=12.0),
+            run('base', 'noop', 2, wall=22.0, controller=10.0), run('new', 'noop', 2, wall=13.0, controller=5.0),
+            # a failed run is no measurement: left out of the medians
+            run('new', 'noop', 3, rc=2, wall=1.0)]
+    summary = cost.summarize(runs)
+    assert list(summary) == ['noop']   # no change run: no change scenario
+    noop = summary['noop']
+    assert noop['runs'] == {'base': 3, 'new': 3}
+    assert noop['base']['wall_s'] == 22.0 and noop['new']['wall_s'] == 13.0
+    assert noop['ratio']['wall_s'] == pytest.approx(13.0 / 22.0)
+    assert noop['ratio']['controller_cpu_s'] == pytest.approx(0.5)
+    assert noop['ratio']['tasks_per_host'] == 1.0
+
+
+def test_a_tree_without_a_good_run_has_no_ratio(cost):
+    summary = cost.summarize([run('base', 'change', rc=2), run('new', 'change', wall=30.0)])
+    assert summary['change']['base']['wall_s'] is None and summary['change']['ratio']['wall_s'] is None
+    assert summary['change']['new']['wall_s'] == 30.0
+
+
+def test_the_section_shows_medians_ratios_and_every_run(cost):
+    lines = cost.render_cost(result([run('base', 'noop', wall=20.0), run('new', 'noop', wall=15.0),
+                                     run('base', 'change', wall=40.0, modules=30),
+                                     run('new', 'change', wall=44.0, modules=18)], rounds=1))
+    text = '\n'.join(lines)
+    assert lines[0].startswith('## Deploy cost')
+    assert '**base** `c4d0ce2` (before)' in text and '**new** `407001f` (after, the tree the bench ran from, with ' \
+        'uncommitted changes)' in text
+    assert '| noop | wall | 20.00 s | 15.00 s | 0.75x | 20.00 | 15.00 |' in lines
+    assert '| change | module tasks per host (callback) | 30 | 18 | 0.60x | 30 | 18 |' in lines
+    assert 'idle, the 2 hosts use 0.020 CPU s per second together' in text
+    assert 'base noop 0: rc 0, 0 changed (0 hosts), load 3.0; new noop 0' in text
+
+
+def test_a_long_commit_subject_is_cut_at_a_word(cost):
+    assert cost.short('one two') == 'one two'
+    assert cost.short('bench: section cost, the deploy cost of two trees side by side (issue 24)', 40) == \
+        'bench: section cost, the deploy cost of...'
+    assert cost.short(None) == ''
+
+
+def test_not_slower_is_judged_on_the_wall_ratio_with_slack(cost):
+    runs = [run('base', 'noop', wall=20.0), run('new', 'noop', wall=19.0),
+            run('base', 'change', wall=40.0), run('new', 'change', wall=43.0)]
+    notes = cost.cost_notes(result(runs))
+    assert notes[0].startswith("Target (issue 24) a deploy is not slower after the server role's restructure, "
+                               "no-op re-run: met (wall new/base 0.95x: 19.00 s vs 20.00 s;")
+    assert 'a change that restarts every host: met within 10% (wall new/base 1.07x' in notes[1]
+    notes = cost.cost_notes(result([run('base', 'noop', wall=20.0), run('new', 'noop', wall=23.0),
+                                    run('new', 'change', 1, rc=4)]))
+    assert notes[0] == '**1 deploy-cost run(s) failed** (rc != 0), left out of the medians: new change round 1.'
+    assert 'no-op re-run: **missed** (wall new/base 1.15x' in notes[1]
+    assert len(notes) == 2   # the change has no good run of either tree: nothing to judge
+
+
+def test_cpu_stat_usage(cost):
+    assert cost.read_usage_usec('usage_usec 742935\nuser_usec 378009\nsystem_usec 364925\n') == 742935
+    with pytest.raises(ValueError):
+        cost.read_usage_usec('user_usec 1\n')
+
+
+def test_the_cost_options(cli, cost):
+    args = cli.build_parser().parse_args(['--only', 'cost'])
+    assert (args.cost_base, args.cost_hosts, args.cost_rounds) == (cost.BASE, 2, None)
+    args = cli.build_parser().parse_args(['--cost-base', 'HEAD~3', '--cost-hosts', '3', '--cost-rounds', '2'])
+    assert (args.cost_base, args.cost_hosts, args.cost_rounds) == ('HEAD~3', 3, 2)
+    assert 'cost' in cli.SECTIONS
+
+
+class Named:
+    def __init__(self, name):
+        self.name = name
+
+    def get_name(self):
+        return self.name
+
+
+class Task:
+    def __init__(self, action):
+        self.action = action
+
+
+class Result:
+    def __init__(self, host, action, data):
+        self._host, self._task, self._result = Named(host), Task(action), data
+
+
+def test_the_callback_counts_what_ran_for_the_host():
+    path = os.path.join(ROOT, 'bench', 'callback_plugins', 'bench_count.py')
+    spec = importlib.util.spec_from_file_location('bench_count', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    callback = module.CallbackModule()
+    callback.v2_runner_on_ok(Result('h1', 'llmops.sglang.sglang_observe', {'changed': False}))
+    callback.v2_runner_on_ok(Result('h1', 'ansible.builtin.set_fact', {}))
+    callback.v2_runner_on_ok(Result('h1', 'include_role', {}))
+    callback.v2_runner_on_ok(Result('h1', 'ansible.builtin.template', {'results': [{'changed': True}, {'skipped': True},
+                                                                                     {'changed': False}]}))
+    callback.v2_runner_on_failed(Result('h2', 'ansible.builtin.command', {'failed': True}), ignore_errors=True)
+    callback.v2_runner_on_ok(Result('h2', 'ansible.builtin.assert', {}))
+    assert callback.counts == {'h1': 3, 'h2': 1}
