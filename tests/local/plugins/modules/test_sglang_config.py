@@ -140,7 +140,8 @@ def test_the_diff_shows_the_files_and_never_the_secret(host):
         assert 'before: %s' % paths['env'] in printed and 'before: %s' % paths['unit'] in printed
         assert 'before: %s' % paths['secrets'] not in printed and 'after: %s' % paths['secrets'] not in printed
         assert 'sk-config' not in printed and 'rotated' not in printed
-    assert '"invocation"' in printed and 'VALUE_SPECIFIED_IN_NO_LOG_PARAMETER' in printed  # -vvv shows the arguments
+    # ansible-core 2.19 shows the module's arguments at -vvv (2.21 does not): the secret's content masked there
+    assert '"invocation"' not in printed or 'VALUE_SPECIFIED_IN_NO_LOG_PARAMETER' in printed
     result, printed = run(args, extra=['--diff', '-v'])
     assert str(paths['secrets']) in result['written'] and paths['secrets'].read_text().endswith('-rotated\n')
 
