@@ -17,6 +17,10 @@ links an entry between a check and a use therefore changes nothing root reads or
 - ``replace_dir``: a flat directory of files written whole beside the old one and swapped in (two renames);
   ``finish_swap`` completes a swap stopped between them.
 - ``tree_records``: lstat records of every entry of a tree (the venv check).
+- for ``sglang_config`` (its plan is config_files'): ``lookup`` (a path's own lstat record, a symlink not followed),
+  ``peek_file`` (a file, its directory, and its bytes when only root can change that directory), ``put_dir`` (a
+  directory made or given its owner and mode through a descriptor), ``put_file`` (a file written whole, root:root),
+  ``account_id`` (a user's or group's id by name).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -24,7 +28,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import errno
+import grp
 import os
+import pwd
 
 from ansible_collections.llmops.sglang.plugins.module_utils.host.trust import (
     others_may_write, record_of, saved_entry_problem,
@@ -93,18 +99,22 @@ def open_dir(path):
             os.close(held)
 
 
+def _read_all(fd):
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b''.join(chunks)
+        chunks.append(chunk)
+
+
 def _read_file(dir_fd, name, where):
     fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
     try:
         problem = saved_entry_problem(record_of(os.fstat(fd)))
         if problem:
             raise UnsafePath('%s is %s' % (where, problem))
-        chunks = []
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                return b''.join(chunks)
-            chunks.append(chunk)
+        return _read_all(fd)
     finally:
         os.close(fd)
 
@@ -169,25 +179,32 @@ def write_file(directory, name, data, mode=0o644, dir_fd=None):
     try:
         if _same(fd, name, data, mode):
             return False
-        temporary = '.%s.%d.tmp' % (name, os.getpid())
-        try:
-            os.unlink(temporary, dir_fd=fd)
-        except OSError:
-            pass
-        out = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | FILE_FLAGS, mode, dir_fd=fd)
-        try:
-            os.fchmod(out, mode)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(out, view):]
-            os.fsync(out)
-        finally:
-            os.close(out)
-        os.rename(temporary, name, src_dir_fd=fd, dst_dir_fd=fd)
+        _write_whole(fd, name, data, mode)
         return True
     finally:
         if dir_fd is None:
             os.close(fd)
+
+
+def _write_whole(fd, name, data, mode, owner=None):
+    """data as dir_fd/name: a temporary name, (owner,) mode, fsync, one rename over whatever entry is there."""
+    temporary = '.%s.%d.tmp' % (name, os.getpid())
+    try:
+        os.unlink(temporary, dir_fd=fd)
+    except OSError:
+        pass
+    out = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | FILE_FLAGS, mode, dir_fd=fd)
+    try:
+        if owner is not None:
+            os.fchown(out, owner[0], owner[1])
+        os.fchmod(out, mode)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(out, view):]
+        os.fsync(out)
+    finally:
+        os.close(out)
+    os.rename(temporary, name, src_dir_fd=fd, dst_dir_fd=fd)
 
 
 def make_dir(path, check_mode=False):
@@ -331,3 +348,117 @@ def tree_records(root):
             except OSError:  # removed while walking: nothing to judge
                 pass
     return records
+
+
+def _names(record):
+    """A record with its owner's and group's names (the id, as text, for an id the host does not name)."""
+    try:
+        owner = pwd.getpwuid(record['uid']).pw_name
+    except KeyError:
+        owner = str(record['uid'])
+    try:
+        group = grp.getgrgid(record['gid']).gr_name
+    except KeyError:
+        group = str(record['gid'])
+    return dict(record, owner=owner, group=group)
+
+
+def lookup(path):
+    """The lstat record of path's own entry (owner and group named; a symlink's ``target`` and ``to_dir``, whether it
+    leads to a directory open_dir reaches) with its directory reached as open_dir reaches it; None when nothing is
+    there (also when a parent is missing). Raises UnsafePath (another user's symlink on the way) or OSError."""
+    parent, name = os.path.split(path.rstrip('/'))
+    try:
+        fd = open_dir(parent or '/')
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return None
+        raise
+    try:
+        try:
+            record = _names(record_of(os.stat(name, dir_fd=fd, follow_symlinks=False)))
+        except OSError as exc:
+            if exc.errno == errno.ENOENT:
+                return None
+            raise
+        if record['kind'] == 'link':
+            record['target'] = os.readlink(name, dir_fd=fd)
+            try:
+                os.close(open_dir(path))
+                record['to_dir'] = True
+            except OSError:
+                record['to_dir'] = False
+        return record
+    finally:
+        os.close(fd)
+
+
+def peek_file(path):
+    """{'dir': fstat record of path's directory (None when missing), 'entry': lstat record of path's entry with its
+    owner's names and a symlink's target (None when missing), 'data': its bytes when it is a regular file in a
+    directory only root can change (None otherwise)}. Nothing is followed at the last entry, and a FIFO never
+    blocks the read. Raises UnsafePath or OSError."""
+    parent, name = os.path.split(path)
+    try:
+        fd = open_dir(parent)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return {'dir': None, 'entry': None, 'data': None}
+        raise
+    try:
+        found = {'dir': record_of(os.fstat(fd)), 'entry': None, 'data': None}
+        try:
+            found['entry'] = _names(record_of(os.stat(name, dir_fd=fd, follow_symlinks=False)))
+        except OSError as exc:
+            if exc.errno == errno.ENOENT:
+                return found
+            raise
+        if found['entry']['kind'] == 'link':
+            found['entry']['target'] = os.readlink(name, dir_fd=fd)
+        if found['entry']['kind'] == 'file' and others_may_write(found['dir']) is None:
+            held = os.open(name, FILE_FLAGS | getattr(os, 'O_NONBLOCK', 0), dir_fd=fd)
+            try:
+                if record_of(os.fstat(held))['kind'] == 'file':  # what was opened, not what was looked at
+                    found['data'] = _read_all(held)
+            finally:
+                os.close(held)
+        return found
+    finally:
+        os.close(fd)
+
+
+def put_dir(path, uid, gid, mode, create=False):
+    """Make the directory at path (create) and give it uid:gid and mode, through a descriptor that follows no link
+    at the last entry (a symlink there fails, ELOOP or ENOTDIR). Raises UnsafePath or OSError."""
+    parent, name = os.path.split(path.rstrip('/'))
+    fd = open_dir(parent or '/')
+    try:
+        if create:
+            os.mkdir(name, 0o700, dir_fd=fd)  # nobody else's until it is given its owner and mode below
+        held = os.open(name, DIR_FLAGS, dir_fd=fd)
+        try:
+            os.fchown(held, uid, gid)
+            os.fchmod(held, mode)  # after chown, whatever the umask
+        finally:
+            os.close(held)
+    finally:
+        os.close(fd)
+
+
+def put_file(path, data, mode):
+    """Write data as path, root:root with mode, whole (temporary name, fsync, one rename that replaces the entry, never
+    writes through it) into a directory only root can change. Raises UnsafePath or OSError."""
+    directory, name = os.path.split(path)
+    fd = root_only_dir(directory)
+    try:
+        _write_whole(fd, name, data, mode, owner=(0, 0))
+    finally:
+        os.close(fd)
+
+
+def account_id(kind, name):
+    """The id of the user (kind 'user') or group ('group') named, None when the host has none by that name."""
+    try:
+        return pwd.getpwnam(name).pw_uid if kind == 'user' else grp.getgrnam(name).gr_gid
+    except KeyError:
+        return None

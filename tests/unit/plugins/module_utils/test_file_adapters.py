@@ -11,7 +11,8 @@ import os
 import pytest
 
 from ansible_collections.llmops.sglang.plugins.module_utils.host.file_adapters import (
-    UnsafePath, finish_swap, make_dir, open_dir, read_file, read_saved, remove_file, replace_dir, write_file,
+    UnsafePath, account_id, finish_swap, lookup, make_dir, open_dir, peek_file, put_dir, put_file, read_file,
+    read_saved, remove_file, replace_dir, write_file,
 )
 from ansible_collections.llmops.sglang.plugins.module_utils.wait.wait_adapters import PhaseFile
 
@@ -191,3 +192,79 @@ def test_make_dir_makes_a_missing_directory_root_0755_and_leaves_an_existing_ent
     (tree / 'file').write_text(u'x')
     with pytest.raises(OSError):
         make_dir(str(tree / 'file' / 'metrics'))
+
+
+def test_lookup_says_what_is_at_a_path_without_following_it(tree):
+    assert lookup(str(tree / 'missing')) is None and lookup(str(tree / 'missing' / 'below')) is None
+    (tree / 'd').mkdir(mode=0o750)
+    os.chown(str(tree / 'd'), USER, USER)
+    found = lookup(str(tree / 'd'))
+    assert (found['kind'], found['uid'], found['gid'], found['mode']) == ('dir', USER, USER, 0o750)
+    assert (found['owner'], found['group']) == (str(USER), str(USER))  # an id the host does not name
+    assert lookup(str(tree))['owner'] == 'root'
+    os.symlink(str(tree / 'd'), str(tree / 'to-d'))
+    os.symlink(str(tree / 'missing'), str(tree / 'to-nothing'))
+    assert lookup(str(tree / 'to-d'))['kind'] == 'link' and lookup(str(tree / 'to-d'))['to_dir'] is True
+    assert lookup(str(tree / 'to-nothing')) == dict(lookup(str(tree / 'to-nothing')), target=str(tree / 'missing'),
+                                                    to_dir=False)
+    # another user's directory may hold a symlink to anywhere: looking below it is refused
+    os.symlink('/etc', str(tree / 'd' / 'etc'))
+    with pytest.raises(UnsafePath, match='the symlink etc is in a directory owned by uid %d' % USER):
+        lookup(str(tree / 'd' / 'etc' / 'passwd'))
+
+
+def test_peek_file_reads_only_a_plain_file_of_a_directory_only_root_can_change(tree):
+    assert peek_file(str(tree / 'missing' / 'x')) == {'dir': None, 'entry': None, 'data': None}
+    assert peek_file(str(tree / 'x'))['entry'] is None and peek_file(str(tree / 'x'))['dir']['kind'] == 'dir'
+    (tree / 'x').write_text(u'A=1\n')
+    assert peek_file(str(tree / 'x'))['data'] == b'A=1\n'
+    os.symlink(str(tree / 'x'), str(tree / 'link'))
+    linked = peek_file(str(tree / 'link'))
+    assert (linked['entry']['kind'], linked['entry']['target'], linked['data']) == ('link', str(tree / 'x'), None)
+    os.mkfifo(str(tree / 'fifo'))
+    assert peek_file(str(tree / 'fifo'))['entry']['kind'] == 'other'  # looked at, never opened: nothing blocks
+    os.chmod(str(tree), 0o777)
+    assert peek_file(str(tree / 'x'))['data'] is None  # not read where another user could have swapped it
+
+
+def test_put_dir_makes_or_sets_a_directory_whatever_the_umask_and_never_through_a_symlink(tree):
+    old = os.umask(0o077)
+    try:
+        put_dir(str(tree / 'state'), USER, USER, 0o750, create=True)
+    finally:
+        os.umask(old)
+    st = os.stat(str(tree / 'state'))
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (USER, USER, 0o750)
+    put_dir(str(tree / 'state'), 0, 0, 0o700)
+    st = os.stat(str(tree / 'state'))
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (0, 0, 0o700)
+    with pytest.raises(OSError):
+        put_dir(str(tree / 'state'), 0, 0, 0o700, create=True)  # it is there: never taken over silently
+    (tree / 'target').mkdir(mode=0o755)
+    os.symlink(str(tree / 'target'), str(tree / 'link'))
+    with pytest.raises(OSError):
+        put_dir(str(tree / 'link'), USER, USER, 0o777)
+    st = os.stat(str(tree / 'target'))
+    assert (st.st_uid, st.st_mode & 0o7777) == (0, 0o755)
+
+
+def test_put_file_writes_root_root_whole_and_replaces_a_symlink_without_writing_through_it(tree):
+    os.chown(str(tree), 0, USER)
+    os.chmod(str(tree), 0o2755)  # a setgid directory would give a new file its group
+    put_file(str(tree / 'k26.env'), b'A=1\n', 0o600)
+    st = os.stat(str(tree / 'k26.env'))
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (0, 0, 0o600)
+    assert (tree / 'k26.env').read_bytes() == b'A=1\n' and sorted(os.listdir(str(tree))) == ['k26.env']
+    (tree / 'target').write_text(u'untouched')
+    os.symlink(str(tree / 'target'), str(tree / 'k26.service'))
+    put_file(str(tree / 'k26.service'), b'[Unit]\n', 0o644)
+    assert not os.path.islink(str(tree / 'k26.service')) and (tree / 'target').read_text() == u'untouched'
+    os.chmod(str(tree), 0o777)
+    with pytest.raises(UnsafePath, match='writable by every user'):
+        put_file(str(tree / 'k26.env'), b'A=2\n', 0o600)
+    assert (tree / 'k26.env').read_bytes() == b'A=1\n'
+
+
+def test_account_id_names_root_and_says_none_for_an_unknown_name():
+    assert account_id('user', 'root') == 0 and account_id('group', 'root') == 0
+    assert account_id('user', 'no-such-user-k26') is None and account_id('group', 'no-such-group-k26') is None
