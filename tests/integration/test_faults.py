@@ -178,7 +178,8 @@ def test_controller_killed_during_the_wait_then_a_rerun_rolls_back(faulty):
     kill_controller(proc)
     # The same command again: nothing changes in this run, and the unverified configuration is still not verified.
     rerun = unit.deploy(fault=BAD_FAULT, pace='0.05')
-    assert 'changed' not in rerun.stdout.split('TASK [llmops.sglang.server : Render the unit]', 1)[1].split('TASK', 1)[0]
+    write = 'TASK [llmops.sglang.server : Render the unit, its environment and secrets files and the launcher shim]'
+    assert 'changed' not in rerun.stdout.split(write, 1)[1].split('TASK', 1)[0]
     assert rerun.rc != 0, rerun
     assert 'Rolled back: the last known good configuration was restored and is serving again' in flat(rerun.stdout), rerun
     unit.assert_serves_verified()
