@@ -159,8 +159,8 @@ def test_the_callback_counts_what_ran_for_the_host():
     callback.v2_runner_on_ok(Result('h1', 'llmops.sglang.sglang_observe', {'changed': False}))
     callback.v2_runner_on_ok(Result('h1', 'ansible.builtin.set_fact', {}))
     callback.v2_runner_on_ok(Result('h1', 'include_role', {}))
-    callback.v2_runner_on_ok(Result('h1', 'ansible.builtin.template', {'results': [{'changed': True}, {'skipped': True},
-                                                                                     {'changed': False}]}))
+    looped = {'results': [{'changed': True}, {'skipped': True}, {'changed': False}]}
+    callback.v2_runner_on_ok(Result('h1', 'ansible.builtin.template', looped))
     callback.v2_runner_on_failed(Result('h2', 'ansible.builtin.command', {'failed': True}), ignore_errors=True)
     callback.v2_runner_on_ok(Result('h2', 'ansible.builtin.assert', {}))
     assert callback.counts == {'h1': 3, 'h2': 1}
