@@ -223,7 +223,8 @@ def test_a_host_that_moves_between_the_plan_and_its_batch_is_planned_anew(plan_f
     rows = plan_rows(output)
     assert rows[single.name] == ('restart', 'yes') and rows[rank1.name] == ('restart', 'yes'), output
     assert rollout_batches(output) == [[single.name], sorted([rank0.name, rank1.name])], output
-    moved = re.findall(r'ok: \[([^\]]+)\] => \{\s*"msg": "(\S+) changed since the plan \(([^)]*)\): now (\S+)', output)
+    # (the result callback prints the message as YAML or as JSON)
+    moved = re.findall(r'ok: \[([^\]]+)\] =>\s*\{?\s*"?msg"?: ["\']?(\S+) changed since the plan \(([^)]*)\): now (\S+)', output)
     # Only rank 1 moved, and only its files; it is still a restart, of the file as it is after the second drift. The
     # other hosts were seen by their batches too (not a vacuous pass: each ran the decision and restarted).
     assert [(host, unit, action) for host, unit, _keys, action in moved] == [(rank1.name, UNIT, 'restart')], output
