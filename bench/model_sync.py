@@ -7,9 +7,9 @@ Part of `make bench` (bench/cli.py calls run_model_sync on the benchmark's fleet
 On the fleet's first two hosts, llmops.sglang.sglang_model_sync runs the way the server role runs it (`ansible HOST
 -m ...`, so the figures include Ansible's own cost) on a generated checkpoint of TOTAL_MIB in SHARDS safetensors
 files: the first host from an HTTP mirror on its outer address, the second from the first (ssh as the sync account,
-whose forced command reads from the offset; the server role's tasks/model_sync_access.yml sets up the account, the
-keys and the known host keys on both first, as for a real sync), then the second again (already present: the
-marker, nothing moves). Then bench/checkpoint_verify.py's gate runs on the
+whose forced command reads from the offset; the peer access block of the server role's tasks/model_sync.yml sets up
+the account, the keys and the known host keys on both first, as for a real sync), then the second again (already
+present: the marker, nothing moves). Then bench/checkpoint_verify.py's gate runs on the
 controller: cold (page cache evicted, no digest cache) and warm (digests cached by size and mtime).
 """
 
@@ -52,10 +52,11 @@ ACCESS_PLAY = '''- name: Peer access for the model sync bench (the server role's
     __sglang_sync_roots_dir: /etc/llmops-sglang-sync/roots.d
     __sglang_sync_peers: "{{{{ ansible_play_hosts_all }}}}"
   tasks:
-    - name: The role's peer access tasks
+    - name: The role's peer access tasks (model_sync.yml's first block, run alone with --tags sglang_model_access)
       ansible.builtin.include_role:
         name: llmops.sglang.server
-        tasks_from: model_sync_access
+        tasks_from: model_sync
+      tags: [sglang_model_access]
 '''
 
 
@@ -75,7 +76,8 @@ def _peer_access(inventory, work, hosts):
     with open(play, 'w') as handle:
         handle.write(ACCESS_PLAY.format(hosts=','.join(hosts)))
     playbook = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
-    done = subprocess.run([playbook, '-i', inventory, play], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    done = subprocess.run([playbook, '-i', inventory, play, '--tags', 'sglang_model_access'], env=_env(),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           universal_newlines=True, check=False)
     if done.returncode != 0:
         raise SystemExit('model sync bench: peer access set-up failed: %s' % done.stdout[-3000:])

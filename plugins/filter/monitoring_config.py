@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: llmops.sglang contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the monitoring role: whose prometheus.yml it is and what it lacks, and node_exporter's flags
-(logic in module_utils/monitoring/prometheus_config.py and module_utils/monitoring/node_exporter_flags.py)."""
+"""Filters of the monitoring role: whose prometheus.yml it is and what it lacks, node_exporter's flags and the scrape
+targets (logic in module_utils/monitoring/prometheus_config.py, node_exporter_flags.py and scrape_targets.py). The
+deployment metrics' textfile is written by llmops.sglang.sglang_deploy_metrics."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -12,6 +13,7 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.yaml import yaml_load
 
 from ansible_collections.llmops.sglang.plugins.module_utils.monitoring import node_exporter_flags, prometheus_config
+from ansible_collections.llmops.sglang.plugins.module_utils.monitoring.scrape_targets import TargetsError, file_sd_groups
 
 
 def sglang_dpkg_state(text):
@@ -49,6 +51,16 @@ def sglang_node_exporter_dropin(flags):
     return node_exporter_flags.dropin_text(list(flags))
 
 
+def sglang_scrape_targets(hosts, hostvars, default_instances, node_exporter_port=9100, router_targets=None,
+                          router_hosts=None, router_defaults=None, monitoring_host=None):
+    """Filter: inventory host names -> {job: file_sd target groups, 'notes': [routers left out and why]}."""
+    try:
+        return file_sd_groups(hosts, hostvars, default_instances, node_exporter_port, router_targets,
+                              router_hosts, router_defaults, monitoring_host)
+    except TargetsError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
 class FilterModule(object):
     """llmops.sglang monitoring configuration filters."""
 
@@ -59,4 +71,5 @@ class FilterModule(object):
             'sglang_prometheus_owned': sglang_prometheus_owned,
             'sglang_node_exporter_plan': sglang_node_exporter_plan,
             'sglang_node_exporter_dropin': sglang_node_exporter_dropin,
+            'sglang_scrape_targets': sglang_scrape_targets,
         }

@@ -46,7 +46,7 @@ author:
   - llmops.sglang maintainers (@llmops)
 requirements:
   - C(ssh) (openssh-client) for peer transfers; the peers need C(sshd), the account O(ssh_user) and its forced command
-    (the M(llmops.sglang.server) role sets both up, tasks/model_sync_access.yml)
+    (the M(llmops.sglang.server) role sets both up, tasks/model_sync.yml)
 options:
   dest:
     description: The version directory, for example C(/models/Kimi-K2.6.versions/k26-2026-11-30). Its parent is created.

@@ -77,30 +77,8 @@ path:
   type: str
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.llmops.sglang.plugins.module_utils.host.file_adapters import (
-    UnsafePath, make_dir, read_saved, root_only_dir, write_file,
-)
-
-
-def publish(path, text, mode, check_mode, create_dir=False):
-    """(changed, text before) of writing text to path whole, through no other user's link."""
-    directory, name = os.path.split(path)
-    if create_dir and make_dir(directory, check_mode) and check_mode:
-        return True, ''  # a directory still to be made holds nothing yet
-    fd = root_only_dir(directory)
-    try:
-        try:
-            before = read_saved(path)[1].decode('utf-8', 'replace')
-        except (UnsafePath, OSError, AttributeError):
-            before = ''
-        if check_mode:
-            return before != text, before
-        return write_file(directory, name, text.encode('utf-8'), mode, dir_fd=fd), before
-    finally:
-        os.close(fd)
+from ansible_collections.llmops.sglang.plugins.module_utils.host.file_adapters import UnsafePath, publish_file
 
 
 def main():
@@ -121,11 +99,11 @@ def main():
         module.fail_json(msg='mode must be an octal string such as 0644, got %r' % module.params['mode'])
     kept = False
     try:  # the kept copy first: root's own, it does not depend on what another user did to path's tree
-        kept = bool(keep) and publish(keep, text, 0o600, module.check_mode)[0]
+        kept = bool(keep) and publish_file(keep, text, 0o600, module.check_mode)[0]
     except (UnsafePath, OSError) as exc:
         module.fail_json(msg='%s not written: %s' % (keep, exc), path=path)
     try:
-        changed, before = publish(path, text, mode, module.check_mode, module.params['create_dir'])
+        changed, before = publish_file(path, text, mode, module.check_mode, module.params['create_dir'])
     except (UnsafePath, OSError) as exc:
         module.fail_json(msg='%s not written: %s' % (path, exc), path=path, changed=kept)
     changed = changed or kept

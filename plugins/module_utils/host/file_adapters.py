@@ -12,6 +12,8 @@ links an entry between a check and a use therefore changes nothing root reads or
 - ``read_saved``: a root-only saved copy (a file, or a flat directory of files) as bytes, or why it is refused.
 - ``write_file``: a file written whole (temporary name, fsync, rename) into a directory only root can change.
 - ``remove_file``: a file removed from a directory only root can change.
+- ``publish_file``: a text file written whole into a directory only root can change, made when missing (as
+  ``make_dir``); what it held before (``sglang_textfile``, ``sglang_deploy_metrics``).
 - ``make_dir``: a directory and its missing parents made (root's, 0755), as ``install -d``; an existing one is left.
 - ``read_file``: a file (bytes) or flat directory ({name: bytes}) only root can have written, None when absent.
 - ``replace_dir``: a flat directory of files written whole beside the old one and swapped in (two renames);
@@ -253,6 +255,25 @@ def remove_file(directory, name):
         if exc.errno == errno.ENOENT:
             return False
         raise
+    finally:
+        os.close(fd)
+
+
+def publish_file(path, text, mode, check_mode, create_dir=False):
+    """(changed, text before) of writing ``text`` to ``path`` whole through no other user's link; with ``create_dir``
+    its directory is made first when missing. Raises UnsafePath or OSError."""
+    directory, name = os.path.split(path)
+    if create_dir and make_dir(directory, check_mode) and check_mode:
+        return True, ''  # a directory still to be made holds nothing yet
+    fd = root_only_dir(directory)
+    try:
+        try:
+            before = read_saved(path)[1].decode('utf-8', 'replace')
+        except (UnsafePath, OSError, AttributeError):
+            before = ''
+        if check_mode:
+            return before != text, before
+        return write_file(directory, name, text.encode('utf-8'), mode, dir_fd=fd), before
     finally:
         os.close(fd)
 

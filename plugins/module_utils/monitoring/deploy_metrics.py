@@ -22,6 +22,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hashlib
 import re
 
 from ansible_collections.llmops.sglang.plugins.module_utils.monitoring.fleet_report import time_to_ready_seconds
@@ -241,6 +242,34 @@ def render_phase(unit, phase, started):
     name, doc = PHASE_METRIC
     return '\n'.join(['# HELP %s%s %s' % (PREFIX, name, doc), '# TYPE %s%s gauge' % (PREFIX, name),
                       _line(name, [('unit', unit), ('phase', phase)], int(float(started)))]) + '\n'
+
+
+STATES = ('deploying', 'present', 'absent')
+
+
+def config_checksum(digests):
+    """The info metric's config_checksum: 12 hex digits of the unit's and the environment file's digests (the
+    decision's ``files``: sha1 of each as the role renders it)."""
+    digests = digests or {}
+    return hashlib.sha1((str(digests.get('unit', '')) + str(digests.get('env', ''))).encode('utf-8')).hexdigest()[:12]
+
+
+def next_text(unit, state, now, previous='', outcome=None, digests=None, reason='restart', timeouts=(0, 0, 0)):
+    """What the unit's textfile says next (None: removed), from the text written before (``previous``).
+
+    ``deploying``: the last verdict's lines plus the marker of a deployment under way (``reason``), with the deadline
+    of ``timeouts`` (wait, stop, drain: marker_deadline_seconds); ``present``: the verdict of ``outcome`` (an entry
+    of the role's sglang_deployments), its configuration named by ``digests``; ``absent``: no file.
+    """
+    if state not in STATES:
+        raise ValueError('state must be one of %s, got %r' % (', '.join(STATES), state))
+    if state == 'absent':
+        return None
+    if state == 'deploying':
+        return render_marker(unit, now, marker_deadline_seconds(*timeouts), previous, reason)
+    if not isinstance(outcome, dict) or not outcome:
+        raise ValueError('the outcome of %s is needed to record its verdict, got %r' % (unit, outcome))
+    return render(unit, outcome, now, config_checksum(digests), previous)
 
 
 def phase_file_name(unit):

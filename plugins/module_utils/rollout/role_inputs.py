@@ -37,7 +37,7 @@ _LIMIT = re.compile(r'^%s(:%s)?$' % (_LIMIT_PART, _LIMIT_PART))
 _VERSION = re.compile(r'^[A-Za-z0-9][A-Za-z0-9.+!_-]*$')
 _CONTROL = re.compile(r'[\x00-\x1f\x7f]')
 STATES = ('started', 'stopped', 'restarted', 'absent')
-# The waiter's options the role passes on (roles/server/tasks/wait.yml); sglang_wait may set only these.
+# The waiter's options the role passes on (the module_defaults of roles/server/tasks/main.yml); sglang_wait may set only these.
 WAIT_OPTIONS = ('timeout', 'stall_timeout', 'max_restarts', 'probe', 'request_timeout', 'prompt', 'max_tokens',
                 'expect', 'headers', 'validate_certs', 'since', 'poll_interval', 'max_poll_interval', 'progress_file',
                 'model')

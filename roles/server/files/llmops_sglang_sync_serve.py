@@ -5,7 +5,7 @@
 restrict,command="/usr/bin/python3 -I /usr/local/lib/llmops-sglang-sync/llmops_sglang_sync_serve.py" (-I: no
 PYTHON* environment, no user site, not even this directory on sys.path until the line below puts it there).
 
-Installed by the server role (tasks/model_sync_access.yml), root-owned, next to model_sync_access.py (the
+Installed by the server role (tasks/model_sync.yml), root-owned, next to model_sync_access.py (the
 collection's plugins/module_utils/model/model_sync_access.py, which decides whether a request is allowed). Answers:
 - `state VERSIONS_DIR/VERSION`: ready, failed or pending;
 - `read OFFSET VERSIONS_DIR/VERSION/FILE`: the file's bytes from OFFSET on, on stdout;

@@ -182,3 +182,28 @@ def test_the_phase_file_names_the_phase_and_when_it_began():
     for bad in ('', None, 'Weights', 'a"b'):
         with pytest.raises(ValueError):
             dm.render_phase('sglang-k26.service', bad, 1.0)
+
+
+def test_next_text_marks_records_and_removes():
+    """sglang_deploy_metrics' one decision: the marker (deploying), the verdict (present), no file (absent)."""
+    digests = {'unit': 'a' * 40, 'env': 'b' * 40, 'shim': 'any'}
+    verdict = dm.next_text(UNIT, 'present', 1000.0, '', READY, digests)
+    assert verdict == render(UNIT, READY, 1000.0, dm.config_checksum(digests))
+    # the checksum the role computed in Jinja before: sha1 of the unit's digest then the environment's, 12 digits
+    import hashlib
+    assert dm.config_checksum(digests) == hashlib.sha1(('a' * 40 + 'b' * 40).encode()).hexdigest()[:12]
+    assert dm.config_checksum(dict(digests, shim='other')) == dm.config_checksum(digests)
+    marked = dm.next_text(UNIT, 'deploying', 5000.0, verdict, timeouts=(1800, 600, 300))
+    assert marked == render_marker(UNIT, 5000.0, 2700, verdict, 'restart')
+    assert dm.next_text(UNIT, 'deploying', 6000.0, marked, reason='rollback', timeouts=(1800, 600, 0)) == \
+        render_marker(UNIT, 6000.0, 2400, marked, 'rollback')
+    # the same run with the same verdict after its marker: the verdict's text as it was
+    assert dm.next_text(UNIT, 'present', 9000.0, marked, READY, digests) == verdict
+    assert dm.next_text(UNIT, 'absent', 9000.0, marked) is None
+
+
+def test_next_text_refuses_what_it_cannot_decide():
+    for state, outcome, timeouts in (('present', None, (0, 0, 0)), ('present', {}, (0, 0, 0)),
+                                     ('deploying', None, (0, 600, 0)), ('stopped', READY, (1, 1, 1))):
+        with pytest.raises(ValueError):
+            dm.next_text(UNIT, state, 1.0, '', outcome, timeouts=timeouts)

@@ -50,7 +50,7 @@ def role_wait_defaults():
 
 
 def test_the_roles_wait_defaults_are_the_modules():
-    """The role passes these four explicitly (roles/server/tasks/wait.yml), so they must be the module's own: an
+    """The role passes these four explicitly (the module_defaults of roles/server/tasks/main.yml), so they must be the module's own: an
     operator reading ansible-doc for the module learns what the role does."""
     defaults = role_wait_defaults()
     assert sorted(defaults) == ['max_restarts', 'probe', 'stall_timeout', 'timeout']
