@@ -75,6 +75,9 @@ class ActionModule(ActionBase):
             if answer.get('failed') or args.get('state', 'locked') == 'unlocked' or answer.get('locked'):
                 if broke:
                     answer['broke_stale'] = broke
+                    answer.setdefault('warnings', []).append(
+                        'Took over the rollout lock of ansible-playbook pid %s on %s, which is gone.'
+                        % (broke.get('pid'), broke.get('controller')))
                 answer.pop('invocation', None)
                 return dict(result, **answer)
             holder = answer.get('held_by') or {}

@@ -111,7 +111,9 @@ euid:
   type: int
   sample: 1000
 broke_stale:
-  description: The record of a holder found gone (a killed ansible-playbook of this controller) whose lock was taken over.
+  description: >-
+    The record of a holder found gone (a killed ansible-playbook of this controller) whose lock was taken over; the
+    task also warns, naming its pid and controller.
   returned: when that happened
   type: dict
 """

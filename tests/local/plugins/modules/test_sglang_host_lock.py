@@ -33,10 +33,14 @@ def env():
                 ANSIBLE_PYTHON_INTERPRETER=sys.executable)
 
 
-def adhoc(args, timeout=600):
-    done = subprocess.run([str(BIN / 'ansible'), 'localhost', '-c', 'local', '-o', '-m', 'llmops.sglang.sglang_host_lock',
-                           '-a', json.dumps(args)], capture_output=True, text=True, env=env(), timeout=timeout, check=False)
-    return done.returncode, json.loads(done.stdout.split(' => ', 1)[1])
+def adhoc(args, timeout=600, said=False):
+    """(rc, result), and with said=True what Ansible printed on stderr too: the default callback then, which prints the
+    result's warnings there (the one-line callback drops them)."""
+    done = subprocess.run([str(BIN / 'ansible'), 'localhost', '-c', 'local'] + ([] if said else ['-o'])
+                          + ['-m', 'llmops.sglang.sglang_host_lock', '-a', json.dumps(args)], capture_output=True,
+                          text=True, env=dict(env(), ANSIBLE_CALLBACK_RESULT_FORMAT='json'), timeout=timeout, check=False)
+    result = json.loads(done.stdout.split(' => ', 1)[1])
+    return (done.returncode, result, ' '.join(done.stderr.split())) if said else (done.returncode, result)
 
 
 def start_holder(tmp_path):
@@ -93,9 +97,10 @@ def test_a_killed_runs_lock_is_taken_over_at_once(tmp_path):
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         assert read(lock)['pid'] == proc.pid
-        rc, taken = adhoc({'path': str(lock), 'wait': 0})
+        rc, taken, said = adhoc({'path': str(lock), 'wait': 0}, said=True)
         assert rc == 0 and taken['locked'] is True, taken
         assert taken['broke_stale']['pid'] == proc.pid
+        assert '[WARNING]: Took over the rollout lock of ansible-playbook pid %d on ' % proc.pid in said, said
     finally:
         go.touch()
 
