@@ -17,8 +17,11 @@ import socket
 import time
 
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
 
 from ansible_collections.llmops.sglang.plugins.module_utils.host.host_lock import owner_token, stale_on_this_controller
+
+display = Display()
 
 MODULE = 'llmops.sglang.sglang_host_lock'
 POLL = 5.0
@@ -75,9 +78,10 @@ class ActionModule(ActionBase):
             if answer.get('failed') or args.get('state', 'locked') == 'unlocked' or answer.get('locked'):
                 if broke:
                     answer['broke_stale'] = broke
-                    answer.setdefault('warnings', []).append(
-                        'Took over the rollout lock of ansible-playbook pid %s on %s, which is gone.'
-                        % (broke.get('pid'), broke.get('controller')))
+                    # Through Display (proxied from the worker): a result's 'warnings' must be strings on
+                    # ansible-core 2.19 and warning objects on 2.21.
+                    display.warning('Took over the rollout lock of ansible-playbook pid %s on %s, which is gone.'
+                                    % (broke.get('pid'), broke.get('controller')))
                 answer.pop('invocation', None)
                 return dict(result, **answer)
             holder = answer.get('held_by') or {}

@@ -39,6 +39,7 @@ def adhoc(args, timeout=600, said=False):
     done = subprocess.run([str(BIN / 'ansible'), 'localhost', '-c', 'local'] + ([] if said else ['-o'])
                           + ['-m', 'llmops.sglang.sglang_host_lock', '-a', json.dumps(args)], capture_output=True,
                           text=True, env=dict(env(), ANSIBLE_CALLBACK_RESULT_FORMAT='json'), timeout=timeout, check=False)
+    assert ' => ' in done.stdout, done.stdout + done.stderr
     result = json.loads(done.stdout.split(' => ', 1)[1])
     return (done.returncode, result, ' '.join(done.stderr.split())) if said else (done.returncode, result)
 
