@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: sglang_deploy_metrics
 short_description: Publish one SGLang instance's deployment metrics for node_exporter's textfile collector
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Writes the instance's C(<unit>.prom) file (Prometheus text format) to O(dir), whole (a temporary name, fsync, one
     rename), so a scrape never reads half a file. What it says is decided from the text written before
@@ -108,7 +108,7 @@ path:
   type: str
   sample: /var/lib/prometheus/node-exporter/sglang-k26.prom
 written:
-  description: Whether the text is in place (false when writing it failed; see the warning).
+  description: Whether the text is in place, or with O(state=absent) gone (false when that failed; see the warning).
   returned: always
   type: bool
 """
@@ -161,7 +161,7 @@ def main():
             for target in (kept, path):
                 if module.check_mode:
                     changed = changed or os.path.lexists(target)
-                else:
+                elif os.path.lexists(os.path.dirname(target)):  # no directory: nothing to remove
                     changed = remove_file(*os.path.split(target)) or changed
         else:  # the kept copy first: root's own, it does not depend on what another user did to dir's tree
             changed = publish_file(kept, text, 0o600, module.check_mode)[0]
@@ -169,8 +169,9 @@ def main():
             changed = publish_file(path, text, 0o644, module.check_mode, create_dir=True)[0] or changed
     except (UnsafePath, OSError) as exc:
         written = False
-        module.warn('the deployment metrics of %s were not written to %s: %s not written: %s'
-                    % (p['unit'], p['dir'], target, exc))
+        done = 'removed from' if text is None else 'written to'
+        module.warn('the deployment metrics of %s were not %s %s: %s not %s: %s'
+                    % (p['unit'], done, p['dir'], target, done.split()[0], exc))
     result = {'changed': changed, 'path': path, 'written': written}
     if module._diff:  # pylint: disable=protected-access
         result['diff'] = {'before': before, 'after': text or '', 'before_header': path, 'after_header': path}

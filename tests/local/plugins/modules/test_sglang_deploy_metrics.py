@@ -70,6 +70,9 @@ def test_marker_then_verdict_then_nothing_then_removed(trees):
     assert run(gone, check=True)[0]['changed'] is True and published.exists()
     assert run(gone)[0]['changed'] is True and not published.exists() and not kept.exists()
     assert run(gone)[0]['changed'] is False
+    # a unit whose directories are gone (never deployed here, or removed by hand): nothing to remove, no warning
+    result, said = run(dict(gone, dir=str(other / 'none'), keep_dir=str(control / 'none')))
+    assert result['changed'] is False and result['written'] is True and 'WARNING' not in said, said
 
 
 def test_a_symlink_the_other_user_placed_is_a_warning_and_followed_by_nothing(trees, tmp_path):
@@ -86,5 +89,7 @@ def test_a_symlink_the_other_user_placed_is_a_warning_and_followed_by_nothing(tr
     assert (target / 'lt-dm.prom').read_text() == 'root\'s own file, not the metrics\n'
     assert 'in_progress' in (control / 'lt-dm.prom').read_text()
     result, said = run(dict(where, state='absent'))
-    assert result['written'] is False and 'symlink' in said, said
+    assert result['written'] is False, result
+    assert ('[WARNING]: the deployment metrics of lt-dm.service were not removed from %s: %s/lt-dm.prom not removed: '
+            % (where['dir'], where['dir'])) in said and 'symlink' in said, said
     assert (target / 'lt-dm.prom').exists() and not (control / 'lt-dm.prom').exists()
