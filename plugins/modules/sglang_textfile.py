@@ -14,7 +14,9 @@ version_added: 0.1.0
 description:
   - Writes O(content) to O(path) whole (a temporary name in the same directory, fsync, one rename), so a reader such
     as node_exporter's textfile collector never sees half a file.
-  - Made for the deployment metrics. Debian's C(/var/lib/prometheus/node-exporter) is root's, but
+  - For a textfile of one's own; the server role's deployment metrics are written the same way by
+    M(llmops.sglang.sglang_deploy_metrics), which also decides their text. Debian's
+    C(/var/lib/prometheus/node-exporter) is root's, but
     C(/var/lib/prometheus) belongs to the C(prometheus) user, who could replace C(node-exporter) with a symlink to
     any directory. The path is opened one directory at a time without following a symlink a user other than root
     could have placed, and the last directory must be changeable by root alone; otherwise nothing is written and the

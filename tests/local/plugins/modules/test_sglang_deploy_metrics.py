@@ -17,7 +17,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[4]
 ANSIBLE = Path(sys.executable).parent / 'ansible'
-USER = 4321  # any uid that is not root
 UNIT = 'lt-dm.service'
 OUTCOME = {'ready': True, 'reason': None, 'elapsed': 3.5, 'restarts': 0, 'unit': {'invocation_id': 'abc123'},
            'phases': [{'name': 'init', 'at': 0.5, 'run': 0}, {'name': 'ready', 'at': 3.0, 'run': 0}],
@@ -39,18 +38,9 @@ def run(args, check=False):
     return json.loads(done.stdout.split(' => ', 1)[1]), ' '.join(done.stderr.split())
 
 
-@pytest.fixture
-def trees(tmp_path):
-    os.chmod(str(tmp_path), 0o755)
-    other, control = tmp_path / 'prometheus', tmp_path / 'control'
-    other.mkdir(mode=0o755)
-    os.chown(str(other), USER, USER)  # a tree another user owns, as Debian's /var/lib/prometheus
-    control.mkdir(mode=0o700)
-    return {'dir': str(other / 'node-exporter'), 'keep_dir': str(control)}, other, control
-
-
 def test_marker_then_verdict_then_nothing_then_removed(trees):
-    where, other, control = trees
+    other, control = trees
+    where = {'dir': str(other / 'node-exporter'), 'keep_dir': str(control)}
     published, kept = other / 'node-exporter' / 'lt-dm.prom', control / 'lt-dm.prom'
     marker = dict(where, state='deploying', wait_timeout=600, stop_timeout=60)
     assert run(marker, check=True)[0]['changed'] is True and not published.exists()
@@ -76,12 +66,13 @@ def test_marker_then_verdict_then_nothing_then_removed(trees):
 
 
 def test_a_symlink_the_other_user_placed_is_a_warning_and_followed_by_nothing(trees, tmp_path):
-    where, other, control = trees
+    other, control = trees
+    where = {'dir': str(other / 'node-exporter'), 'keep_dir': str(control)}
     target = tmp_path / 'target'
     target.mkdir()
     (target / 'lt-dm.prom').write_text('root\'s own file, not the metrics\n')
     os.symlink(str(target), str(other / 'node-exporter'))
-    os.lchown(str(other / 'node-exporter'), USER, USER)
+    os.lchown(str(other / 'node-exporter'), other.stat().st_uid, other.stat().st_gid)  # the other user's link
     result, said = run(dict(where, state='deploying', wait_timeout=600))
     assert result['written'] is False and result['changed'] is True, result  # the kept copy was written
     assert ('[WARNING]: the deployment metrics of lt-dm.service were not written to %s: %s/lt-dm.prom not written: '
