@@ -67,7 +67,8 @@ test: setup ## everything CI runs: the static checks and the fleet integration g
 	$(MAKE) --no-print-directory -j2 static integration
 
 static: setup ## lint, changelog, units, local, conformance, build, packaging, sanity (in this order)
-	nice -n 10 $(MAKE) --no-print-directory -j1 lint changelog-lint rules units local conformance build packaging sanity
+	TIMEFORMAT='make static: %0R s wall, %0U s user + %0S s system CPU'; \
+	  time nice -n 10 $(MAKE) --no-print-directory -j1 lint changelog-lint rules units local conformance build packaging sanity
 
 lint: setup ## ansible-lint, production profile (.config/ansible-lint.yml)
 	PATH=$(VENV)/bin:$$PATH ansible-lint --offline

@@ -8,6 +8,7 @@ Run as root on the controller (Python stdlib only, it runs before any venv exist
     fleet.py up --count 3      boot gpu-01..gpu-03, serve the package mirror, write inventories/local/hosts.yml
     fleet.py status [--json]   list the hosts and whether they answer over ssh
     fleet.py down              stop every host and remove every netns, veth, mount, cgroup and file the fleet made
+    fleet.py down --all        the same for every fleet on this machine (a private one a killed run left behind)
     fleet.py mirror [--refresh-standin]   (re)build the package mirror, or only the SGLang stand-in wheel
     fleet.py image             build the cached base image only
 
@@ -44,6 +45,7 @@ from .lifecycle import (
     bring_up,
     collect_status,
     fleet_healthy,
+    fleets_on_this_machine,
     nspawn_processes,
     print_summary,
     stop_processes,
@@ -85,10 +87,42 @@ def cmd_up(fleet, args):
 def cmd_down(fleet, args):
     require_root()
     started = time.monotonic()
+    if args.all:
+        return down_all(fleet, args, started)
     with file_lock(fleet.lock_path):
         state = fleet.load_state()
         teardown(fleet, state, args.timeout)
     log("down in %.1f s" % (time.monotonic() - started))
+    return EXIT_OK
+
+
+def down_all(template, args, started):
+    """down --all: every fleet on this machine, each as its own `down --state-dir` would remove it.
+
+    For CI and the end of a session: a fleet left running (a helper's private fleet, a killed bench) keeps its hosts'
+    systemd, sshd and servers busy, and a test run on 2 cores beside it takes twice as long.
+    """
+    fleets = fleets_on_this_machine()
+    if not fleets:
+        log("down --all: no fleet runs on this machine")
+        return EXIT_OK
+    failed = []
+    for state_dir, prefix in sorted(fleets.items()):
+        fleet = Fleet(state_dir, prefix or template.prefix, None, template.cache_dir, None)
+        with file_lock(fleet.lock_path):
+            state = fleet.load_state()
+            if not state and not prefix:
+                log("down --all: %s has no state file and no host names: left alone" % state_dir)
+                continue
+            log("down --all: %s (prefix %s, %s)" % (state_dir, (state or {}).get("prefix", prefix),
+                                                   "status %s" % state.get("status") if state else "no state file"))
+            try:
+                teardown(fleet, state, args.timeout)
+            except FleetError as exc:
+                failed.append("%s: %s" % (state_dir, exc))
+    log("down --all: %d fleets in %.1f s" % (len(fleets), time.monotonic() - started))
+    if failed:
+        raise FleetError("\n".join(failed))
     return EXIT_OK
 
 
@@ -211,6 +245,9 @@ def build_parser():
     up.set_defaults(func=cmd_up)
     down = sub.add_parser("down", parents=[common], help="stop the fleet and remove everything it made")
     down.add_argument("--timeout", type=float, default=20.0, help="seconds for a clean poweroff before SIGKILL")
+    down.add_argument("--all", action="store_true",
+                      help="every fleet on this machine, whatever its state dir (found from its running hosts, mirror "
+                           "servers and mounts); --state-dir and --prefix are then not used")
     down.set_defaults(func=cmd_down)
     status = sub.add_parser("status", parents=[common], help="list the hosts and whether they answer")
     status.add_argument("--json", action="store_true")

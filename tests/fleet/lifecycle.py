@@ -152,6 +152,36 @@ def nspawn_processes():
     return found
 
 
+def fleets_on_this_machine():
+    """{state dir: prefix} of every fleet that runs or left mounts here, whatever made it (a test's private fleet,
+    a bench's, an earlier session's helper): found from the running systemd-nspawn processes (-D STATE/hosts/NAME/merged,
+    -M NAME), the mirror servers (--root STATE/mirror) and the overlay mounts at STATE/hosts/NAME/merged. The prefix
+    is the recorded one, else the one of its hosts' names, so that a fleet without a state file is cleaned by its own
+    names only."""
+    found = {}
+
+    def add(merged, machine=""):
+        path = Path(merged)
+        if path.name == "merged" and path.parent.parent.name == "hosts":
+            name = machine or path.parent.name
+            prefix = name.rsplit("-", 1)[0] if re.match(r"^[a-z][a-z0-9]{0,8}-\d{2,3}$", name) else None
+            found.setdefault(str(path.parents[2]), prefix)
+
+    for _pid, machine, directory in nspawn_processes():
+        add(directory, machine)
+    for _pid, argv in process_table():
+        if "serve-mirror" in argv and "--root" in argv[:-1] and any(a.endswith("fleet.py") for a in argv):
+            root = Path(argv[argv.index("--root") + 1])
+            if root.name == "mirror":
+                found.setdefault(str(root.parent), None)
+    with open("/proc/self/mounts", encoding="utf-8") as mounts:
+        for line in mounts:
+            fields = line.split()
+            if len(fields) > 2 and fields[2] == "overlay":
+                add(fields[1].replace("\\040", " "))
+    return found
+
+
 def nspawn_pids(fleet):
     """The nspawn processes of this fleet: every host runs from STATE/hosts/NAME/merged."""
     hosts_dir = str(fleet.state_dir / "hosts") + "/"

@@ -53,7 +53,32 @@ for file in tests/integration/test_*.py; do
   esac
 done
 
+# Where CI's time goes: each group runs in a cpuacct cgroup of its own (cgroup v1, as this machine kind mounts it), which
+# also holds its fleet's hosts (systemd-nspawn leaves the cpuacct hierarchy alone), so a group's CPU seconds count its
+# pytest, its ansible-playbook runs, its hosts and their stand-ins. Printed with each group's wall time at the end.
+CPUACCT=/sys/fs/cgroup/cpuacct
+account_join() {  # account_join NAME: move this shell (and so what it starts) into the group's cgroup
+  [ -w "$CPUACCT/cgroup.procs" ] || return 0
+  rmdir "$CPUACCT/llmops-it-$1" 2>/dev/null
+  mkdir -p "$CPUACCT/llmops-it-$1" && echo "$BASHPID" >"$CPUACCT/llmops-it-$1/cgroup.procs" || true
+}
+account_report() {  # one line per group: wall minutes, CPU minutes (all its processes and hosts), CPU/wall
+  local name
+  echo
+  echo "==== integration groups: wall and CPU (cpuacct), this machine has $(nproc) cores ===="
+  printf '%-8s %9s %9s %9s\n' group wall_min cpu_min cpu/wall
+  for name in "${names[@]}"; do
+    local usage=0
+    [ -r "$CPUACCT/llmops-it-$name/cpuacct.usage" ] && usage=$(cat "$CPUACCT/llmops-it-$name/cpuacct.usage")
+    awk -v n="$name" -v w="${walls[$name]:-0}" -v u="$usage" \
+      'BEGIN { c = u / 1e9; printf "%-8s %9.1f %9.1f %9.2f\n", n, w / 60, c / 60, (w > 0 ? c / w : 0) }'
+    rmdir "$CPUACCT/llmops-it-$name" 2>/dev/null || true
+  done
+  [ ! -r /proc/pressure/cpu ] || echo "CPU pressure (some: share of time a runnable task waited for a core): $(head -1 /proc/pressure/cpu)"
+}
+
 mkdir -p "$LOGS"
+started=$(date +%s)
 pids=()
 names=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait; down_private' INT TERM
@@ -61,13 +86,14 @@ for row in "${GROUPS_TABLE[@]}"; do
   IFS='|' read -r name state prefix files <<<"$row"
   # shellcheck disable=SC2086  # files is a word list
   (
+    account_join "$name"
     if [ -n "$state" ]; then export LLMOPS_FLEET_STATE_DIR="$state" LLMOPS_FLEET_PREFIX="$prefix"; fi
     # A group that hangs is stopped (SIGTERM: its fixtures still remove its fleet) so that its log gets printed; 75 min,
     # inside CI's 90, as the groups share 2 cores with make static.
     # Its own --basetemp: pytest prunes all but the newest three /tmp/pytest-of-USER/pytest-N dirs, so pytest runs
     # started beside it (the other groups, make static's unit tests) would delete this one's tmp_path dirs mid-run.
     rm -rf "$LOGS/tmp-$name"
-    LLMOPS_REQUIRE_FLEET=1 exec timeout -k 60 "${GROUP_TIMEOUT:-4500}" "$PYTHON" -m pytest -q -p no:cacheprovider \
+    LLMOPS_REQUIRE_FLEET=1 exec timeout -k 60 "${GROUP_TIMEOUT:-4500}" "$PYTHON" -m pytest -q -p no:cacheprovider --durations=12 \
       --basetemp "$LOGS/tmp-$name" $files "$@"
   ) >"$LOGS/$name.log" 2>&1 &
   pids+=($!)
@@ -76,13 +102,17 @@ for row in "${GROUPS_TABLE[@]}"; do
 done
 
 status=0
+declare -A walls=()
 for i in "${!pids[@]}"; do
   rc=0
   wait "${pids[$i]}" || rc=$?
+  # a group's log is written until its pytest ends: its last change is the group's end
+  walls[${names[$i]}]=$(( $(stat -c %Y "$LOGS/${names[$i]}.log") - started ))
   echo
   echo "==== integration group ${names[$i]} (exit $rc) ===="
   cat "$LOGS/${names[$i]}.log"
   [ "$rc" -eq 0 ] || status=1
 done
 down_private
+account_report
 exit "$status"

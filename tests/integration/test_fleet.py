@@ -10,6 +10,8 @@ import os
 import re
 from pathlib import Path
 
+from fleet import lifecycle  # tests/ is on sys.path (conftest)
+
 __metaclass__ = type  # pylint: disable=invalid-name
 
 PYTHON_H = "/usr/include/python3.11/Python.h"
@@ -125,6 +127,19 @@ def test_down_leaves_nothing_behind(private_fleet):
     for kind in ("netns", "link", "cgroup", "mount", "process", "state dir"):
         assert any(t.startswith(kind + " ") for t in while_up), (kind, while_up)
     assert inventory.is_file()
+    # `down --all` (.ci/run's cleanup) finds it among the machine's fleets by its running hosts, with its prefix, also
+    # without its state file: a run killed before writing one leaves a fleet that only its hosts name (read-only here:
+    # down --all itself would also stop the fleets of the integration groups running beside this one).
+    state_dir = str(Path(own.state_dir).resolve())
+    assert lifecycle.fleets_on_this_machine().get(state_dir) == prefix, lifecycle.fleets_on_this_machine()
+    state_file = Path(own.state_dir) / "state.json"
+    kept = state_file.read_bytes()
+    state_file.unlink()
+    try:
+        assert lifecycle.fleets_on_this_machine().get(state_dir) == prefix, lifecycle.fleets_on_this_machine()
+    finally:
+        state_file.write_bytes(kept)
     own.tool.down()
     assert fleet_traces(own.state_dir, prefix) == []
     assert not inventory.exists()
+    assert state_dir not in lifecycle.fleets_on_this_machine()
