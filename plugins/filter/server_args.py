@@ -17,6 +17,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.rollout.server_args 
     secret_environment,
     systemd_exec_line,
 )
+from ansible_collections.llmops.sglang.plugins.module_utils.secret_flags import secrets_digest
 
 
 def sglang_argv(server_args, extra_args=None, reserved=None):
@@ -51,6 +52,16 @@ def sglang_secret_environment(secret_args):
         raise AnsibleFilterError(str(exc))
 
 
+def sglang_secrets_digest(content, key):
+    """Filter: the secrets file's text (None: no file) -> its digest keyed with key, as sglang_observe reports it."""
+    if content is None:
+        return None
+    try:
+        return secrets_digest(content, key)
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise AnsibleFilterError('sglang_secrets_digest: %s' % exc)
+
+
 def sglang_parser_refusal(stderr, server_args=None, extra_args=None, reserved=None):
     """Filter: SGLang's parser output -> {error, variable}: its words and the role variable they point at."""
     return parser_refusal(stderr, server_args, extra_args, reserved)
@@ -66,4 +77,5 @@ class FilterModule(object):
             'systemd_environment_lines': systemd_environment_lines,
             'sglang_parser_refusal': sglang_parser_refusal,
             'sglang_secret_environment': sglang_secret_environment,
+            'sglang_secrets_digest': sglang_secrets_digest,
         }

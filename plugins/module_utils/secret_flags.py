@@ -20,6 +20,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hashlib
+import hmac
+
 # flag -> (ServerArgs field, where the release declares it, who reads it).
 # 'main': only the HTTP server of the main process reads it; the shim masks it in every dump of the record
 #   (resolved_dict: the `server_args=` log line, /server_info) and leaves it out of the copy pickled for the spawned
@@ -107,3 +110,19 @@ def secret_flag_for(flag):
 def env_name(flag):
     """The secrets file's variable for a secret flag given in sglang_secret_args: LLMOPS_SGLANG_SECRET_<FIELD>."""
     return 'LLMOPS_SGLANG_SECRET_' + SECRET_FLAGS[flag][0].upper()
+
+
+# The secrets file's name among an instance's files (the server role's __sglang_config_files, the last-good copy).
+SECRETS_FILE = 'secrets.env'
+
+
+def secrets_digest(data, key):
+    """The digest of a secrets file's bytes that the rollout compares and may print: HMAC-SHA256 under key, a random
+    value the run keeps to itself (no_log). A plain SHA-1 of the file in a task result (an AWX job event keeps every
+    result whatever the verbosity) could be tested offline against guesses of a short API key; this one cannot
+    without the key. data: bytes (a str is encoded as UTF-8); key: a non-empty str."""
+    if not key:
+        raise ValueError('the key of the secrets digest is empty')
+    if not isinstance(data, bytes):
+        data = data.encode('utf-8')
+    return 'hmac-sha256:' + hmac.new(key.encode('utf-8'), data, hashlib.sha256).hexdigest()

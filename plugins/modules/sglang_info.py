@@ -22,8 +22,9 @@ description:
   - GPUs from C(nvidia-smi) when it exists (bounded by C(timeout) like the waiter's, so a wedged driver does not hang
     the task), and the TCP ports in LISTEN state.
   - With O(last_good), whether the configuration files on the host are the ones saved as last known good, the saved
-    copies' SHA-1 digests (no content is returned), and the saved package pins; with O(mtimes), files'
-    modification times.
+    copies' SHA-1 digests (no content is returned; none of the secrets file, whose plain digest could be tested
+    offline against guessed keys, which is why M(llmops.sglang.sglang_observe) keys it), and the saved package pins; with
+    O(mtimes), files' modification times.
 author:
   - llmops.sglang maintainers (@llmops)
 requirements:
@@ -138,7 +139,7 @@ last_good:
     exists: {description: Whether a last-known-good unit is saved., type: bool}
     same: {description: "Saved name to whether the live file equals the saved one (both absent counts as equal).", type: dict}
     digests:
-      description: "Saved name to the SHA-1 of the saved copy (null when it is not saved), to compare a file not yet written with it."
+      description: "Saved name to the SHA-1 of the saved copy (null when it is not saved, and always for C(secrets.env)), to compare a file not yet written with it."
       type: dict
     pins: {description: "The saved package versions (C(pins.json)); null when not saved or unreadable.", type: dict}
   sample: {exists: true, same: {unit: true, env: false, secrets.env: true},

@@ -71,6 +71,13 @@ options:
     type: list
     elements: str
     default: []
+  secrets_key:
+    description:
+      - The key of the secrets files' digests (HMAC-SHA256, C(plugins/module_utils/secret_flags.py) secrets_digest),
+        a random value the run keeps to itself. The digest of an instance's V(secrets.env) file, live and saved, is
+        keyed with it, so that no result carries a plain digest of a secret that could be tested offline against
+        guesses (an AWX job event keeps every result). Required when an instance lists a V(secrets.env) file.
+    type: str
 attributes:
   check_mode:
     support: full
@@ -95,6 +102,8 @@ EXAMPLES = r"""
         mtimes: [/etc/systemd/system/sglang-k26.service, /etc/sglang/sglang-k26.env]
     venvs: [/opt/sglang/venv]
     apt_packages: [python3-dev, "python{python_major_minor}-dev"]
+    # the run's own random key (a no_log fact): the secrets file's digest is keyed with it
+    secrets_key: "{{ __secrets_key }}"
   register: observed
 
 - name: Observe one instance, with its checkpoint and its port (what the server role reads before it decides)
@@ -113,12 +122,14 @@ EXAMPLES = r"""
 RETURN = r"""
 instances:
   description:
-    - Unit to what was seen of its instance. C(files), name to the live file's SHA-1 (null when it does not exist).
+    - Unit to what was seen of its instance. C(files), name to the live file's SHA-1 (null when it does not exist);
+      the V(secrets.env) file's is keyed with O(secrets_key) (C(hmac-sha256:...)), never a plain digest.
       C(service), the unit's facts (exists, active_state, sub_state, result, invocation_id, since, started_at).
       C(mtimes), the modification times of the instance's C(mtimes) paths and matches (null when absent).
     - C(last_good), the last-known-good copy. C(exists), whether a unit is saved; C(same), name to whether the live
       file equals the saved copy (both absent counts as equal); C(digests), name to the saved copy's SHA-1 (null
-      when not saved); C(pins), the saved package versions (null when not saved).
+      when not saved; the secrets file's keyed as in C(files)); C(pins), the saved package versions (null when not
+      saved).
     - C(model), with the instance's C(model_path), the checkpoint's completeness (exists, complete, problem, ...; as
       M(llmops.sglang.sglang_info) returns C(model)); empty without it.
     - C(port_in_use), with the instance's C(port), whether something listens on it; null without it.
@@ -149,6 +160,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.llmops.sglang.plugins.module_utils.host.host_adapters import (
     SERVICE_PROPERTIES, digest, last_good_facts, model_facts, port_facts, unit_facts, venv_facts,
 )
+from ansible_collections.llmops.sglang.plugins.module_utils.secret_flags import SECRETS_FILE
 from ansible_collections.llmops.sglang.plugins.module_utils.host.systemd_props import parse_show
 
 
@@ -163,11 +175,11 @@ def services(module, units):
                 for index, unit in enumerate(units))
 
 
-def last_good(directory, files):
+def last_good(directory, files, secrets_key):
     """Whether each live file equals its last-known-good copy (both absent counts as equal), the saved copies'
     digests, and the saved pins."""
     # The shim is not part of a saved configuration (vars/main.yml __sglang_config_files).
-    return last_good_facts(directory, dict((name, path) for name, path in files.items() if name != 'shim'))
+    return last_good_facts(directory, dict((name, path) for name, path in files.items() if name != 'shim'), secrets_key)
 
 
 def mtimes(patterns):
@@ -217,6 +229,7 @@ def main():
             directories=dict(type='list', elements='path', default=[]),
             users=dict(type='list', elements='str', default=[]),
             groups=dict(type='list', elements='str', default=[]),
+            secrets_key=dict(type='str', no_log=True),
         ),
         supports_check_mode=True,
     )
@@ -225,6 +238,9 @@ def main():
         if not spec.get('unit') or not isinstance(spec.get('files') or {}, dict) or not str(spec.get('port') or 0).isdigit():
             module.fail_json(msg='instances[%d]: expected a dict with unit (a string) and files (name -> path), '
                                  'optionally port (an int), got %r' % (index, spec))
+        if SECRETS_FILE in (spec.get('files') or {}) and not params['secrets_key']:
+            module.fail_json(msg='instances[%d] (%s) lists a %s file: secrets_key is required to digest it'
+                                 % (index, spec['unit'], SECRETS_FILE))
     venvs = dict((path, venv_facts(module.run_command, path, params['packages'])) for path in params['venvs'])
     first = venvs.get(params['venvs'][0], {}) if params['venvs'] else {}
     names = [name.replace('{python_major_minor}', first.get('python_major_minor') or '3')
@@ -237,10 +253,10 @@ def main():
     for spec in params['instances']:
         files = spec.get('files') or {}
         instances[spec['unit']] = {
-            'files': dict((name, digest(path)) for name, path in files.items()),
+            'files': dict((name, digest(path, name == SECRETS_FILE and params['secrets_key'])) for name, path in files.items()),
             'service': seen_services.get(spec['unit']) or {},
             'mtimes': mtimes(spec.get('mtimes') or []),
-            'last_good': last_good(spec.get('last_good_dir') or '/nonexistent', files),
+            'last_good': last_good(spec.get('last_good_dir') or '/nonexistent', files, params['secrets_key']),
             'model': model_facts(spec['model_path']) if spec.get('model_path') else {},
             'port_in_use': listening[str(int(spec['port']))] if spec.get('port') else None,
         }

@@ -165,6 +165,18 @@ def test_secrets_stay_secret(fleet, standin_host):
     assert completion(fleet, target, 30060, api_key=key)['choices']
     refused = fleet.run(target, 'python3 -c "import urllib.request as u; u.urlopen(\'http://127.0.0.1:30060/v1/models\')"')
     assert '401' in refused.stderr
+    # No plain digest of the secrets file in the output either (one could test guessed keys against it offline): the
+    # observation at -v shows the secrets file's digest keyed (hmac-sha256:), and a second run with the same secrets,
+    # which compares that keyed digest with the controller's under the run's own key, changes and restarts nothing.
+    plain = fleet.run(target, 'sha1sum /etc/sglang/sglang-t6.secrets.env', check=True).stdout.split()[0]
+    again = fleet.playbook(PLAYBOOK, role_vars(target, 'sglang-t6', 30060, sglang_api_key=key, sglang_hf_token=token),
+                           extra_args=['--diff', '-v'])
+    assert again.rc == 0, again
+    assert recap(again, target.name)['changed'] == 0, again
+    # (the first run observed no secrets file yet: null)
+    assert "'secrets.env': 'hmac-sha256:" in again.stdout or 'secrets.env: hmac-sha256:' in again.stdout, again
+    for run in (result, again):
+        assert plain not in run.stdout + run.stderr
 
 
 def test_check_diff_changes_nothing(fleet, standin_host):

@@ -24,6 +24,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.host.nvidia_smi impo
 from ansible_collections.llmops.sglang.plugins.module_utils.host.procfs import boot_time_of, process_started_at
 from ansible_collections.llmops.sglang.plugins.module_utils.host.systemd_props import parse_show
 from ansible_collections.llmops.sglang.plugins.module_utils.host.trust import record_of, tree_problems, tree_refusal
+from ansible_collections.llmops.sglang.plugins.module_utils.secret_flags import SECRETS_FILE, secrets_digest
 
 # What both modules read of a unit (sglang_info adds its own on top).
 SERVICE_PROPERTIES = ('Id', 'LoadState', 'ActiveState', 'SubState', 'Result', 'MainPID', 'InvocationID',
@@ -39,13 +40,15 @@ def read_text(path):
         return None
 
 
-def digest(path):
-    """SHA-1 of a file's bytes (what ansible.builtin.template and copy compare), None when it does not exist."""
+def digest(path, key=None):
+    """SHA-1 of a file's bytes (what ansible.builtin.template and copy compare), None when it does not exist; with
+    key, the keyed digest of a secrets file (secret_flags.secrets_digest) instead."""
     try:
         with open(path, 'rb') as handle:
-            return hashlib.sha1(handle.read()).hexdigest()
+            data = handle.read()
     except (IOError, OSError):
         return None
+    return secrets_digest(data, key) if key else hashlib.sha1(data).hexdigest()
 
 
 def started_at(pid):
@@ -105,18 +108,22 @@ def venv_facts(run_command, path, packages):
     return facts
 
 
-def last_good_facts(directory, files):
+def last_good_facts(directory, files, secrets_key=None):
     """Whether each live file equals its last-known-good copy in directory (both absent counts as equal), the saved
     copies' SHA-1 (digests: None for one not saved; what the role will write is compared with them, not only what is
     on disk now) and the saved pins (pins.json); files maps a saved name to the live file's path. A save stopped
     between its two renames (file_adapters.replace_dir) left no directory and a whole directory.old: that is the copy
-    (sglang_last_good moves it back before it saves or restores)."""
+    (sglang_last_good moves it back before it saves or restores). The secrets file's digest is keyed with
+    secrets_key (secret_flags.secrets_digest); without a key it is None, never a plain SHA-1."""
     if not os.path.isdir(directory) and os.path.isdir(directory + '.old'):
         directory += '.old'
     facts = {'exists': os.path.isfile(os.path.join(directory, 'unit')), 'same': {}, 'digests': {}, 'pins': None}
     for name, live in sorted(files.items()):
-        facts['digests'][name] = digest(os.path.join(directory, name))
-        facts['same'][name] = facts['digests'][name] == digest(live)
+        saved = digest(os.path.join(directory, name))
+        facts['same'][name] = saved == digest(live)
+        if name == SECRETS_FILE:
+            saved = digest(os.path.join(directory, name), secrets_key) if secrets_key and saved else None
+        facts['digests'][name] = saved
     try:
         pins = json.loads(read_text(os.path.join(directory, 'pins.json')) or 'null')
         facts['pins'] = pins if isinstance(pins, dict) else None

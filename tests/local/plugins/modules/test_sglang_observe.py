@@ -14,16 +14,22 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ansible_collections.llmops.sglang.plugins.module_utils.secret_flags import secrets_digest
+
 ROOT = Path(__file__).resolve().parents[4]
 ANSIBLE = Path(sys.executable).parent / 'ansible'
 
 
-def observe(module_args):
+def run_observe(module_args, *options):
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / '.build' / 'collections'), ANSIBLE_LOCALHOST_WARNING='0',
                ANSIBLE_INVENTORY_UNPARSED_WARNING='0', ANSIBLE_PYTHON_INTERPRETER=sys.executable)
-    done = subprocess.run([str(ANSIBLE), 'localhost', '-c', 'local', '-m', 'llmops.sglang.sglang_observe', '-o',
-                           '-a', json.dumps(module_args)], capture_output=True, text=True, env=env, timeout=600,
-                          check=False, cwd=str(ROOT))
+    return subprocess.run([str(ANSIBLE), 'localhost', '-c', 'local', '-m', 'llmops.sglang.sglang_observe', '-o',
+                           '-a', json.dumps(module_args)] + list(options), capture_output=True, text=True, env=env,
+                          timeout=600, check=False, cwd=str(ROOT))
+
+
+def observe(module_args):
+    done = run_observe(module_args)
     assert done.returncode == 0, done.stdout + done.stderr
     return json.loads(done.stdout.split(' => ', 1)[1])
 
@@ -46,6 +52,7 @@ def test_one_call_sees_files_last_good_and_what_is_missing(tmp_path):
         'packages': ['pytest', 'no-such-distribution'],
         'directories': [str(live), str(tmp_path / 'absent')],
         'users': ['root', 'llmops-no-such-user'], 'groups': ['llmops-no-such-group'],
+        'secrets_key': 'k' * 64,
     })
     seen = result['instances']['llmops-no-such-unit.service']
     assert seen['files'] == {'unit': hashlib.sha1(b'[Unit]\n').hexdigest(), 'env': hashlib.sha1(b'A=1\n').hexdigest(),
@@ -111,3 +118,34 @@ def test_a_malformed_instance_is_refused_naming_it():
                           text=True, env=env, timeout=600, check=False, cwd=str(ROOT))
     assert done.returncode != 0 and 'instances[0]: expected a dict with unit' in done.stdout, done.stdout
     assert 'optionally port (an int)' in done.stdout, done.stdout
+
+
+def test_the_secrets_files_digests_are_keyed_and_the_key_is_never_shown(tmp_path):
+    """A plain SHA-1 of a secrets file in a result could be tested offline against guesses of a short API key: the
+    live and saved secrets files' digests are HMAC-SHA256 under secrets_key, which no output shows, and without the key
+    a secrets file is not digested at all."""
+    live, saved = tmp_path / 'etc', tmp_path / 'last-good'
+    live.mkdir()
+    saved.mkdir()
+    (live / 'secrets.env').write_text('SGLANG_API_KEY="short"\n')
+    (saved / 'secrets.env').write_text('SGLANG_API_KEY="older"\n')
+    (live / 'env').write_text('A=1\n')
+    key = 'c0ffee' * 8
+    files = {'env': str(live / 'env'), 'secrets.env': str(live / 'secrets.env')}
+    args = {'instances': [{'unit': 'llmops-s.service', 'files': files, 'last_good_dir': str(saved)}], 'secrets_key': key}
+    done = run_observe(args, '-vvv')
+    assert done.returncode == 0, done.stdout + done.stderr
+    seen = json.loads(done.stdout.split(' => ', 1)[1])['instances']['llmops-s.service']
+    assert seen['files']['secrets.env'] == secrets_digest(b'SGLANG_API_KEY="short"\n', key)
+    assert seen['files']['env'] == hashlib.sha1(b'A=1\n').hexdigest()   # only the secrets file is keyed
+    assert seen['last_good']['digests']['secrets.env'] == secrets_digest(b'SGLANG_API_KEY="older"\n', key)
+    assert seen['last_good']['same']['secrets.env'] is False
+    output = done.stdout + done.stderr
+    for plain in (b'SGLANG_API_KEY="short"\n', b'SGLANG_API_KEY="older"\n'):
+        assert hashlib.sha1(plain).hexdigest() not in output and hashlib.sha256(plain).hexdigest() not in output
+    # the key itself: nowhere; masked where ansible-core prints the invocation (2.19 at -vvv; 2.21 does not print it)
+    assert key not in output, output
+    assert '"invocation"' not in output or 'VALUE_SPECIFIED_IN_NO_LOG_PARAMETER' in output, output
+    refused = run_observe(dict(args, secrets_key=None))
+    assert refused.returncode != 0
+    assert 'instances[0] (llmops-s.service) lists a secrets.env file: secrets_key is required' in refused.stdout, refused.stdout

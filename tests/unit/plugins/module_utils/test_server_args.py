@@ -5,8 +5,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import pytest
+import hashlib
+import hmac
 
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.llmops.sglang.plugins.filter.server_args import FilterModule
+from ansible_collections.llmops.sglang.plugins.module_utils.secret_flags import secrets_digest
 from ansible_collections.llmops.sglang.plugins.module_utils.rollout.server_args import (
     ServerArgsError,
     build_argv,
@@ -169,3 +175,24 @@ def test_secret_environment_names_each_flag_by_its_field():
     assert secret_environment({'admin-api-key': ''}) == {}
     with pytest.raises(ServerArgsError, match=r"sglang_secret_args\['admin-api-key'\]: expected a string, got dict"):
         secret_environment({'admin-api-key': {'a': 1}})
+
+
+def test_secrets_digest_is_keyed_and_never_the_plain_sha1():
+    text = 'SGLANG_API_KEY="k"\n'
+    one = secrets_digest(text, 'a' * 64)
+    assert one == 'hmac-sha256:' + hmac.new(b'a' * 64, text.encode(), hashlib.sha256).hexdigest()
+    # bytes as the host reads the file, text as the controller renders it: the same digest
+    assert secrets_digest(text.encode(), 'a' * 64) == one
+    # another key, another digest; no key is refused rather than falling back to a plain hash
+    assert secrets_digest(text, 'b' * 64) != one
+    assert hashlib.sha1(text.encode()).hexdigest() not in one and hashlib.sha256(text.encode()).hexdigest() not in one
+    with pytest.raises(ValueError):
+        secrets_digest(text, '')
+
+
+def test_the_secrets_digest_filter_as_the_role_calls_it():
+    filters = FilterModule().filters()
+    assert filters['sglang_secrets_digest'](None, 'k') is None    # no secrets file
+    assert filters['sglang_secrets_digest']('X="1"\n', 'k') == secrets_digest('X="1"\n', 'k')
+    with pytest.raises(AnsibleFilterError, match='sglang_secrets_digest: the key of the secrets digest is empty'):
+        filters['sglang_secrets_digest']('X="1"\n', '')
