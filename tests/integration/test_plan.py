@@ -18,6 +18,7 @@ import subprocess
 import pytest
 
 from conftest import REPO_ROOT, local_groups_inventory, venv_tool
+from server_helpers import MODEL, make_model
 
 UNIT = 'sglang-k26.service'
 ENV_FILE = '/etc/sglang/sglang-k26.env'
@@ -234,3 +235,34 @@ def test_a_host_that_moves_between_the_plan_and_its_batch_is_planned_anew(plan_f
                          % re.escape(host.name), output), output
     for host in (single, rank1):
         assert 'DRIFT' not in fleet.run(host, 'cat %s' % ENV_FILE, check=True).stdout
+
+
+def test_a_fresh_host_with_two_instances_says_no_move_its_first_instance_made(private_fleet, standin_venv):
+    """b300's hosts run two instances. On a fresh host the first instance's run installs the Python headers and makes
+    the directories and the service account both want, so the second instance's own read differs from the plan's:
+    a move towards what it wants (source converged), decided anew from that read, and not reported as a change since
+    the plan. Both serve, and the second run is a no-op."""
+    own = private_fleet(count=1, standin=True)
+    host = own.hosts[0]
+    standin_venv(host, on=own)
+    make_model(own, host, MODEL)
+    # the headers the role installs (the base image has none): both instances want them, the first installs them
+    assert own.run(host, "dpkg-query -W -f='${db:Status-Status}' python3-dev").stdout != 'installed'
+    instances = [{'name': name, 'port': port, 'env': dict(TEST_ENV, SGLANG_STANDIN_STATE_DIR='/var/lib/sglang/' + name)}
+                 for name, port in (('sglang-c1', 30141), ('sglang-c2', 30142))]
+    # each instance's own env (a -e sglang_env would win over it), its stand-in's state in its own state directory
+    extra = dict(SECRETS, sglang_model_path=MODEL, k26_hosts=host.name, k26_instances=instances)
+    result = own.playbook('playbooks/deploy_k26.yml', extra, extra_args=['-i', local_groups_inventory(), '-v'])
+    assert result.rc == 0, result
+    # each instance decided from its own read (not vacuous): c2's moved, only towards what it wants
+    decided = [chunk.split('TASK [', 1)[0] for chunk in
+               result.stdout.split('TASK [llmops.sglang.server : Decide what the instance needs]')[1:]]
+    decisions = re.findall(r"\bsource'?:\s*'?(plan|replanned|converged)\b", ''.join(decided))
+    assert sorted(decisions) == ['converged', 'plan'], '\n'.join(decided)
+    assert 'changed since the plan' not in result.stdout, result
+    assert own.run(host, "dpkg-query -W -f='${db:Status-Status}' python3-dev").stdout == 'installed'
+    for name in ('sglang-c1', 'sglang-c2'):
+        assert own.run(host, 'systemctl is-active %s.service' % name).stdout.strip() == 'active', name
+    again = own.playbook('playbooks/deploy_k26.yml', extra, extra_args=['-i', local_groups_inventory()])
+    assert again.rc == 0, again
+    assert set(re.findall(r'changed=(\d+)', again.stdout)) == {'0'}, again

@@ -22,8 +22,11 @@ The server role observes each instance once (``sglang_observe``), before it writ
 decision ``decide`` takes from that observation - the plan's own rules, not a second set. When the plan pass already
 decided for the instance, ``decide`` compares the plan's observation of it with the role's (compare-and-swap): the
 host did not move since, so the plan's decision is applied as planned (``source: plan``); it moved, so it decides
-anew from the role's observation (``source: replanned``, ``moved`` names what changed). Without a plan it decides
-from the observation (``source: observed``). One observation, one decision per instance and run.
+anew from the role's observation (``source: replanned``, ``moved`` names what changed). When everything that moved
+moved only towards what this instance wants, as an earlier instance of the same host leaves it in the same run
+(packages installed, directories and accounts made, pins installed), it decides anew just the same but quietly
+(``source: converged``): no other hand touched the host. Without a plan it decides from the observation
+(``source: observed``). One observation, one decision per instance and run.
 
 What counts as "the process runs the configuration on disk" and "the configuration is the verified one" is
 rollout_state.py's (start_action, is_verified, config_verified).
@@ -244,18 +247,63 @@ def moved_keys(before, after):
     return moved
 
 
+def _fixed_mtimes(want):
+    """How many of the instance's mtimes entries are its own configuration files: the leading plain paths of
+    want['observe']['mtimes'] (one entry each); the pinned packages' install records after them are patterns."""
+    count = 0
+    for pattern in ((want.get('observe') or {}).get('mtimes') or []):
+        if any(char in str(pattern) for char in '*?['):
+            break
+        count += 1
+    return count
+
+
+def converged(before, after, want, moved):
+    """Whether every key in moved (moved_keys of two instance_seen() dicts) moved only towards want: Debian packages
+    and directories, users or groups no longer missing, pinned packages now at their pin, pip and Python.h now there,
+    files now as the role writes them (the launcher shim every instance of a host shares), and of the mtimes only the
+    pinned packages' install records - what an earlier instance of the same host leaves in the same run. Anything
+    else (a file unlike the role's, the unit, the last-good copy, a package moved elsewhere, something newly missing)
+    is someone else's move."""
+    pins = dict((name, version) for name, version in (want.get('pins') or {}).items() if version)
+    fixed = _fixed_mtimes(want)
+    for key in moved:
+        old, new = before.get(key), after.get(key)
+        if key in ('apt_missing', 'missing'):
+            ok = set(new or []) <= set(old or [])
+        elif key == 'packages':
+            names = set(old or {}) | set(new or {})
+            ok = all(name in pins and (new or {}).get(name) == pins[name]
+                     for name in names if (old or {}).get(name) != (new or {}).get(name))
+        elif key == 'files':
+            # the launcher shim is one file for every instance of a host: the first instance's run installs it
+            wanted = want.get('files') or {}
+            ok = all((new or {}).get(name) == wanted.get(name) and wanted.get(name) != 'any'
+                     for name in set(old or {}) | set(new or {}) if (old or {}).get(name) != (new or {}).get(name))
+        elif key in ('pip', 'python_h'):
+            ok = bool(new) and not old
+        elif key == 'mtimes':
+            ok = list(old or [])[:fixed] == list(new or [])[:fixed] and len(old or []) >= fixed
+        else:
+            ok = False
+        if not ok:
+            return False
+    return bool(moved)
+
+
 def decide(want, observed, unit, secret_digest=None, planned=None):
     """The one decision the server role applies for one instance, from its one observation of it.
 
     ``want``: the instance's entry of the plan's ``sglang_plan_desired`` (state, venv, python_headers, pins, files,
     apt, directories, users, groups, ...); ``observed``: sglang_observe's result (it must hold ``unit``);
-    ``secret_digest``: the wanted secrets file's SHA-1 (None: none); ``planned``: None, or the plan pass's
+    ``secret_digest``: the wanted secrets file's keyed digest (secret_flags.secrets_digest; None: none); ``planned``: None, or the plan pass's
     {decision: its plan_host() entry for this unit, observed: its sglang_observe result for the host}.
 
     Returns plan_seen()'s {action, changes, restart, why} plus ``source`` (``plan``: the host did not move since the
     plan's observation, so the plan's decision itself; ``replanned``: it moved, decided anew from this observation;
-    ``observed``: no plan), ``moved`` (the instance_seen keys that differ from the plan's observation, [] unless
-    replanned), ``verified`` (rollout_state.config_verified: the configuration the role writes, with the pins it
+    ``converged``: decided anew too, everything that moved moved towards ``want`` (``converged``); ``observed``: no
+    plan), ``moved`` (the instance_seen keys that differ from the plan's observation, [] unless decided anew),
+    ``verified`` (rollout_state.config_verified: the configuration the role writes, with the pins it
     installs, is the last known good one) and ``unit_known`` (the unit exists on the host).
     """
     if unit not in ((observed or {}).get('instances') or {}):
@@ -268,9 +316,11 @@ def decide(want, observed, unit, secret_digest=None, planned=None):
                 or not isinstance(planned.get('observed'), dict):
             raise ValueError('decide: planned must be {decision: the plan of %s, observed: the plan pass\'s '
                              'sglang_observe result}, got %r' % (unit, planned))
-        changed = moved_keys(instance_seen(planned['observed'], unit, want), seen)
+        before = instance_seen(planned['observed'], unit, want)
+        changed = moved_keys(before, seen)
         if changed:
-            decision = dict(plan_seen(want, seen), source='replanned', moved=changed)
+            decision = dict(plan_seen(want, seen), moved=changed,
+                            source='converged' if converged(before, seen, want, changed) else 'replanned')
         else:
             decision = dict(planned['decision'], source='plan', moved=[])
     else:

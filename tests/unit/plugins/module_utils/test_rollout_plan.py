@@ -9,6 +9,7 @@ __metaclass__ = type
 import pytest
 
 from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_plan import (
+    converged,
     decide,
     host_route,
     instance_seen,
@@ -422,3 +423,64 @@ def test_the_decision_says_what_the_role_does_to_the_unit(wanted, observed, acti
     decision = plan_seen(wanted, observed)
     assert (decision['action'], decision['start'], decision['files'], decision['config_changed']) == (
         action, start, files, config_changed), decision
+
+
+def test_a_host_an_earlier_instance_of_the_same_run_converged_is_decided_anew_quietly():
+    """b300's hosts run two instances: the first one's run installs the packages, pins, pip and directories both
+    want, so the second one's observation differs from the plan's. It moved only towards what b wants: decided anew
+    from this observation as ever, but as source 'converged' (the role says nothing of a change since the plan)."""
+    wants, state = two_instance_host(dirs={'/etc/sglang'}, dpkg={'python3-requests'})
+    mtimes = ['/etc/systemd/system/b.service', '/etc/sglang/b.env', '/opt/sglang/venv/lib/python3.11/site-packages/sglang-*.dist-info']
+    wants['b.service'] = dict(wants['b.service'], observe=dict(wants['b.service']['observe'], mtimes=mtimes))
+    state['venvs']['/opt/sglang/venv'] = dict(state['venvs']['/opt/sglang/venv'], pip=False, python_h=False,
+                                              packages=dict(PINS, **{'compressed-tensors': '0.8.1'}))
+    state['instances']['b.service'] = instance(mtimes=[900.0, 950.0, 800.0])
+    whole = observe(state, list(wants.values()))
+    planned = {'decision': dict(plan_host(wants, whole)['b.service'], marker=1), 'observed': whole}
+    # a's run: python3-dev and python3.11-dev, the directories, the accounts, pip, Python.h, compressed-tensors 0.18.0
+    # (a new install record: its mtime)
+    state.update(dpkg=state['dpkg'] | {'python3-dev', 'python3.11-dev'}, users={'root', 'sglang', 'svc-a'},
+                 groups={'root', 'sglang'}, dirs={'/etc/sglang', '/var/lib/llmops-sglang/server/a',
+                                                  '/var/lib/llmops-sglang/server/b'})
+    state['venvs']['/opt/sglang/venv'] = dict(state['venvs']['/opt/sglang/venv'], pip=True, python_h=True,
+                                              packages=dict(PINS, torch=None))
+    state['instances']['b.service'] = instance(mtimes=[900.0, 950.0, 2000.0])
+    alone = observe(state, [wants['b.service']])
+    decision = decide(wants['b.service'], alone, 'b.service', None, planned)
+    assert decision['source'] == 'converged', decision
+    assert decision['moved'] == ['apt_missing', 'missing', 'mtimes', 'packages', 'pip', 'python_h'], decision
+    expected = plan_host({'b.service': wants['b.service']}, alone)['b.service']
+    assert 'marker' not in decision and dict((key, decision[key]) for key in expected) == expected
+    # b's own files and unit did not move: had they, someone else did it
+    moved_file = dict(state, instances=dict(state['instances'], **{'b.service': instance(
+        files=dict(instance()['files'], env='e9'), mtimes=[900.0, 1500.0, 2000.0])}))
+    again = decide(wants['b.service'], observe(moved_file, [wants['b.service']]), 'b.service', None, planned)
+    assert again['source'] == 'replanned' and 'files' in again['moved'] and 'mtimes' in again['moved']
+
+
+@pytest.mark.parametrize('key, old, new, ok', [
+    ('apt_missing', ['python3-dev', 'python3.11-dev'], ['python3.11-dev'], True),
+    ('apt_missing', ['python3-dev'], ['python3-dev', 'python3.11-dev'], False),   # newly missing: removed by someone
+    ('missing', ['/var/lib/b', 'user sglang'], [], True),
+    ('missing', [], ['/var/lib/b'], False),
+    ('packages', {'compressed-tensors': '0.8.1', 'sglang': '0.5.23'}, {'compressed-tensors': '0.18.0', 'sglang': '0.5.23'}, True),
+    ('packages', {'compressed-tensors': '0.18.0'}, {'compressed-tensors': '0.8.1'}, False),   # away from the pin
+    ('packages', {'torch': '2.8'}, {'torch': '2.9'}, False),   # a package the role does not pin
+    ('pip', False, True, True),
+    ('pip', True, False, False),
+    ('python_h', False, True, True),
+    ('mtimes', [900.0, 950.0, 800.0], [900.0, 950.0, 2000.0], True),   # the pinned packages' install records only
+    ('mtimes', [900.0, 950.0], [900.0, 950.0, 2000.0], True),          # a record appeared
+    ('mtimes', [900.0, 950.0, 800.0], [900.0, 1500.0, 800.0], False),  # the instance's own environment file
+    ('files', {'env': 'e1'}, {'env': 'e9'}, False),
+    ('files', {'shim': None, 'env': 'e1'}, {'shim': 's1', 'env': 'e1'}, True),   # the shared shim, as the role writes it
+    ('files', {'shim': 's1'}, {'shim': 's9'}, False),
+    ('files', {'env': 'e1'}, {'env': None}, False),    # removed by someone
+    ('service', {}, {'invocation_id': 'x'}, False),
+    ('last_good', {}, {'exists': True}, False),
+])
+def test_converged_is_a_move_towards_the_want_only(key, old, new, ok):
+    want = {'pins': {'compressed-tensors': '0.18.0', 'sglang': None}, 'files': {'unit': 'u1', 'env': 'e1', 'shim': 's1'},
+            'observe': {'mtimes': ['/etc/systemd/system/b.service', '/etc/sglang/b.env', '/v/sglang-*.dist-info']}}
+    assert converged({key: old}, {key: new}, want, [key]) is ok
+    assert converged({}, {}, want, []) is False   # nothing moved: not a move of any kind
