@@ -139,7 +139,9 @@ last_good:
     exists: {description: Whether a last-known-good unit is saved., type: bool}
     same: {description: "Saved name to whether the live file equals the saved one (both absent counts as equal).", type: dict}
     digests:
-      description: "Saved name to the SHA-1 of the saved copy (null when it is not saved, and always for C(secrets.env)), to compare a file not yet written with it."
+      description: >-
+        Saved name to the SHA-1 of the saved copy (null when it is not saved, and always for C(secrets.env)), to compare
+        a file not yet written with it.
       type: dict
     pins: {description: "The saved package versions (C(pins.json)); null when not saved or unreadable.", type: dict}
   sample: {exists: true, same: {unit: true, env: false, secrets.env: true},

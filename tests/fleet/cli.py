@@ -114,8 +114,8 @@ def down_all(template, args, started):
             if not state and not prefix:
                 log("down --all: %s has no state file and no host names: left alone" % state_dir)
                 continue
-            log("down --all: %s (prefix %s, %s)" % (state_dir, (state or {}).get("prefix", prefix),
-                                                   "status %s" % state.get("status") if state else "no state file"))
+            found = "status %s" % state.get("status") if state else "no state file"
+            log("down --all: %s (prefix %s, %s)" % (state_dir, (state or {}).get("prefix", prefix), found))
             try:
                 teardown(fleet, state, args.timeout)
             except FleetError as exc:
