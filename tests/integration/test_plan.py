@@ -12,8 +12,10 @@ __metaclass__ = type
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
+import time
 
 import pytest
 
@@ -22,6 +24,7 @@ from server_helpers import MODEL, make_model
 
 UNIT = 'sglang-k26.service'
 ENV_FILE = '/etc/sglang/sglang-k26.env'
+LOCK_FILE = '/run/llmops-sglang/rollout.lock'
 TEST_ENV = {'SGLANG_STANDIN_PACE': '0.02', 'SGLANG_STANDIN_GPU': 'rtx_pro_6000', 'SGLANG_STANDIN_STATE_DIR': '/var/lib/sglang/sglang-k26'}
 ROLLOUT_PLAY = 'PLAY [Roll out the restarts of Kimi K2.6]'
 # Two secrets, as a production fleet has (an API key, a Hugging Face token): the plan compares the secrets file by
@@ -197,12 +200,23 @@ def test_a_host_that_moves_between_the_plan_and_its_batch_is_planned_anew(plan_f
     The single host and the group's rank 1 both drift, so the canary batch is the single host and the group follows.
     While the canary loads, rank 1's environment file drifts again: its batch must see that (compare-and-swap on
     what the plan's decision rested on), say so and decide anew; rank 0 and the canary, unmoved, apply the plan's
-    decision without a word about it."""
+    decision without a word about it.
+
+    The order is made, not raced: another run's rollout lock on rank 1 (the plan pass takes no lock) keeps its batch
+    from observing it until the second drift is written. Without it, a canary that loads in a few seconds on a busy
+    machine let rank 1's batch observe before the drift landed (CI, stop 34)."""
     fleet, inventory, single, rank0, rank1 = plan_fleet
     break_env(fleet, single)
     break_env(fleet, rank1)
+    now = time.time()
+    holder = {'token': 'test-holder:1:0', 'controller': 'test-holder', 'pid': 1, 'user': 'test', 'since': now,
+              'expires': now + 900, 'path': LOCK_FILE}
+    fleet.run(rank1, 'mkdir -p %s && printf %%s %s > %s' % (os.path.dirname(LOCK_FILE), shlex.quote(json.dumps(holder)),
+                                                             LOCK_FILE), check=True)
+    release = 'if grep -q test-holder %s; then rm -f %s; fi' % (LOCK_FILE, LOCK_FILE)
     command = [venv_tool('ansible-playbook'), '-i', fleet.inventory, 'playbooks/deploy_k26.yml', '-e',
-               json.dumps(dict(SECRETS, sglang_env=TEST_ENV, k26_hosts=','.join(h.name for h in (single, rank0, rank1)))),
+               json.dumps(dict(SECRETS, sglang_env=TEST_ENV, sglang_lock_wait=900,
+                               k26_hosts=','.join(h.name for h in (single, rank0, rank1)))),
                '-i', local_groups_inventory(), '-i', inventory]
     proc = subprocess.Popen(command, cwd=str(REPO_ROOT), env=fleet.ansible_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True, stdin=subprocess.DEVNULL)
@@ -215,11 +229,13 @@ def test_a_host_that_moves_between_the_plan_and_its_batch_is_planned_anew(plan_f
                 break
         assert proc.poll() is None, ''.join(lines)
         fleet.run(rank1, 'echo "DRIFT=2" >> %s' % ENV_FILE, check=True)
+        fleet.run(rank1, release, check=True)
         output = ''.join(lines) + proc.communicate(timeout=1500)[0]
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+        fleet.run(rank1, release)
     assert proc.returncode == 0, output
     rows = plan_rows(output)
     assert rows[single.name] == ('restart', 'yes') and rows[rank1.name] == ('restart', 'yes'), output
