@@ -24,9 +24,11 @@ def sglang_after_rollback(wait_ok, elapsed=None, reason=None, message=None):
     return after_rollback(bool(wait_ok), elapsed, reason, message)
 
 
-def sglang_outcome(wait_result, unit, failure=None, next_step=None, rollback=None, packages=None, config_changed=False):
-    """Filter: the waiter's result + what followed it -> the instance's outcome (with ``outcome`` and ``message``)."""
-    return outcome(unit, wait_result, failure, next_step, rollback, packages, config_changed)
+def sglang_outcome(wait_result, unit, failure=None, next_step=None, rollback=None, packages=None, config_changed=False,
+                   canary=None):
+    """Filter: the waiter's result + what followed it -> the instance's outcome (with ``outcome`` and ``message``,
+    and ``canary`` when a canary analysis ran)."""
+    return outcome(unit, wait_result, failure, next_step, rollback, packages, config_changed, canary)
 
 
 class FilterModule(object):

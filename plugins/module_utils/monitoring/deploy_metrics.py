@@ -45,6 +45,10 @@ METRICS = (
     ('gpus', 'GPUs nvidia-smi listed at the end of the last deployment\'s wait.'),
     ('gpu_memory_used_bytes', 'GPU memory in use on all GPUs at the end of the last deployment\'s wait.'),
     ('gpu_memory_total_bytes', 'GPU memory of all GPUs at the end of the last deployment\'s wait.'),
+    ('canary_passed', 'Whether the canary analysis of the last deployment passed (1) or failed (0); absent when none ran.'),
+    ('canary_figure', 'A figure of the last deployment\'s canary analysis at a concurrency level (median over its '
+                      'rounds; milliseconds for ttft and tpot, output tokens per second for throughput).'),
+    ('canary_ratio', 'The canary\'s figure as a ratio to its baseline\'s (absent without a baseline).'),
 )
 # The marker of a deployment under way (render_marker); its lines follow the last verdict's.
 MARKER_METRICS = (
@@ -173,6 +177,15 @@ def render(unit, outcome, now, config_checksum='', previous=''):
         values['gpus'] = [(unit_label, len(gpus))]
         values['gpu_memory_used_bytes'] = [(unit_label, sum(int(g.get('memory_used_mib') or 0) for g in gpus) * MIB)]
         values['gpu_memory_total_bytes'] = [(unit_label, sum(int(g.get('memory_total_mib') or 0) for g in gpus) * MIB)]
+    canary = outcome.get('canary') if isinstance(outcome.get('canary'), dict) else None
+    if canary:
+        values['canary_passed'] = [(unit_label, 1 if canary.get('passed') else 0)]
+        for row in canary.get('rows') or []:
+            labels = unit_label + [('figure', str(row.get('figure'))), ('concurrency', str(row.get('level')))]
+            if row.get('canary') is not None:
+                values.setdefault('canary_figure', []).append((labels, float(row['canary'])))
+            if row.get('ratio') is not None:
+                values.setdefault('canary_ratio', []).append((labels, float(row['ratio'])))
     lines = []
     for name, doc in METRICS:
         if not values.get(name):

@@ -21,6 +21,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.rollout.server_args 
     environment_lines,
     secret_environment,
 )
+from ansible_collections.llmops.sglang.plugins.module_utils.canary import analysis
 from ansible_collections.llmops.sglang.plugins.module_utils.model.model_sync import check_manifest
 from ansible_collections.llmops.sglang.plugins.module_utils.model.model_sync_access import known_hosts_problem, ssh_options_problem
 
@@ -300,6 +301,7 @@ def server_problems(values, reserved=None, group_hosts=None, inventory_hostname=
         for key in ('timeout', 'stall_timeout'):
             if key in wait and not (isinstance(wait[key], (int, float)) and not isinstance(wait[key], bool) and wait[key] > 0):
                 problems.add('sglang_wait', wait, '%s must be a positive number of seconds' % key)
+    canary_problems(problems, get('sglang_canary_analysis', 'canary'), get('sglang_canary', {}))
     lock_wait = get('sglang_lock_wait', 0)
     if _integer(lock_wait) is None or _integer(lock_wait) < 0:
         problems.add('sglang_lock_wait', lock_wait, 'expected an integer >= 0 (seconds to wait for another run)')
@@ -307,6 +309,34 @@ def server_problems(values, reserved=None, group_hosts=None, inventory_hostname=
                           get('sglang_user', 'sglang'))
     unit_hardening_problems(problems, get('sglang_unit_hardening', {}))
     return list(problems)
+
+
+CANARY_MODES = ('canary', 'always', 'never')
+# sglang_canary's options the role passes on (roles/server/tasks/run.yml); url, model, api_key and record_file are its own.
+CANARY_OPTIONS = ('prompts', 'concurrency', 'rounds', 'max_tokens', 'thresholds', 'floors', 'answers', 'timeout',
+                  'baseline_url')
+
+
+def canary_problems(problems, mode, canary):
+    """sglang_canary_analysis and sglang_canary, by the module's own rules (canary/analysis.py check_options)."""
+    if mode not in CANARY_MODES:
+        problems.add('sglang_canary_analysis', mode, 'expected one of %s' % ', '.join(CANARY_MODES))
+    if not isinstance(canary, dict):
+        problems.add('sglang_canary', canary, 'expected a dict of sglang_canary options')
+        return
+    for key in sorted(set(canary) - set(CANARY_OPTIONS)):
+        problems.add('sglang_canary', canary, 'unknown option %r; expected some of %s' % (key, ', '.join(CANARY_OPTIONS)))
+    prompts = canary.get('prompts') or analysis.DEFAULT_PROMPTS
+    for problem in analysis.check_options(prompts if isinstance(prompts, list) else [None], canary.get('concurrency', [1, 4, 8]),
+                                          canary.get('rounds', 3), canary.get('max_tokens', 32), canary.get('thresholds') or {},
+                                          canary.get('floors') or {}, canary.get('answers', 'compare')):
+        problems.add('sglang_canary', canary, problem)
+    timeout = canary.get('timeout', 120)
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
+        problems.add('sglang_canary', canary, 'timeout: expected seconds > 0, got %r' % (timeout,))
+    url = canary.get('baseline_url', '')
+    if url and (not isinstance(url, str) or not re.match(r'^https?://[^/\s]+', url)):
+        problems.add('sglang_canary', canary, 'baseline_url: expected http(s)://HOST:PORT, got %r' % (url,))
 
 
 # [Service] settings the unit template sets from the role's own variables: not for sglang_unit_hardening.

@@ -126,18 +126,32 @@ def after_rollback(wait_ok, elapsed=None, reason=None, message=None):
             'note': 'Rolling back failed too (%s: %s); this host needs attention.' % (reason or 'error', message or '')}
 
 
-def outcome(unit, wait_result, failure, next_step=None, rollback=None, packages=None, config_changed=False):
+def canary_summary(result):
+    """What the outcome keeps of a canary analysis (sglang_canary's result, passed or failed): None when none ran."""
+    if not isinstance(result, dict) or 'rows' not in result or result.get('skipped'):
+        return None
+    rows = [dict((key, row.get(key)) for key in ('level', 'figure', 'canary', 'baseline', 'ratio', 'threshold', 'failed'))
+            for row in result.get('rows') or []]
+    return {'passed': bool(result.get('passed')), 'baseline': result.get('baseline'), 'rows': rows,
+            'requests': result.get('requests'), 'errors': result.get('errors')}
+
+
+def outcome(unit, wait_result, failure, next_step=None, rollback=None, packages=None, config_changed=False, canary=None):
     """The instance's outcome, made in this one place: the waiter's result (``failure``'s when the wait failed) plus
     ``packages``, ``rolled_back``, ``changed_config``, ``outcome`` (ready, failed, rolled_back, rollback_failed) and
     ``message`` (None when ready: the text the host fails with, the waiter's reason, message and hint, then what the
     rollout did about it).
 
-    ``next_step``: after_wait()'s result; ``rollback``: after_rollback()'s, or empty when there was no restore.
+    ``next_step``: after_wait()'s result; ``rollback``: after_rollback()'s, or empty when there was no restore;
+    ``canary``: sglang_canary's result (kept as canary_summary() under ``canary``), or None.
     """
     rollback = rollback or {}
     record = dict(failure if failure is not None else (wait_result or {}))
     rolled_back = bool(rollback.get('rolled_back'))
-    record.update(packages=dict(packages or {}), rolled_back=rolled_back, changed_config=bool(config_changed))
+    record.update(packages=dict(packages or {}), rolled_back=rolled_back, changed_config=bool(config_changed),
+                  canary=canary_summary(canary))
+    if record['canary'] is None:
+        del record['canary']
     if failure is None:
         record.update(outcome='ready', message=None)
         return record

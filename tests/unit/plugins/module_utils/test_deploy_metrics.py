@@ -207,3 +207,16 @@ def test_next_text_refuses_what_it_cannot_decide():
                                      ('deploying', None, (0, 600, 0)), ('stopped', READY, (1, 1, 1))):
         with pytest.raises(ValueError):
             dm.next_text(UNIT, state, 1.0, '', outcome, timeouts=timeouts)
+
+
+def test_the_canary_analysis_lands_in_the_textfile():
+    canary = {'passed': False, 'baseline': 'recorded T', 'requests': 36, 'errors': 0, 'rows': [
+        {'level': 8, 'figure': 'tpot', 'canary': 41.0, 'baseline': 10.0, 'ratio': 4.1, 'threshold': 1.25, 'failed': True},
+        {'level': 8, 'figure': 'throughput', 'canary': 90.0, 'baseline': None, 'ratio': None, 'threshold': 0.8, 'failed': False}]}
+    values, _types = samples(render(UNIT, dict(FAILED, canary=canary), 1796000000.0, 'c0ffee'))
+    assert one(values, 'sglang_deploy_canary_passed') == 0
+    assert one(values, 'sglang_deploy_canary_ratio', figure='tpot', concurrency='8') == pytest.approx(4.1)
+    assert one(values, 'sglang_deploy_canary_figure', figure='throughput', concurrency='8') == 90.0
+    assert ('sglang_deploy_canary_ratio', frozenset({('unit', UNIT), ('figure', 'throughput'), ('concurrency', '8')})) not in values
+    # no analysis ran: no canary line at all
+    assert not [key for key in samples(render(UNIT, READY, 1796000000.0, 'c0ffee'))[0] if 'canary' in key[0]]

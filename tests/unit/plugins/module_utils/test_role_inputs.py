@@ -54,6 +54,13 @@ def test_the_defaults_with_a_model_path_are_valid():
     ('sglang_apt_proxy', 'http://p"; evil "', 'sglang_apt_proxy='),
     ('sglang_wait', {'timout': 5}, "unknown option 'timout'"),
     ('sglang_lock_wait', -1, 'sglang_lock_wait=-1'),
+    ('sglang_canary_analysis', 'sometimes', "sglang_canary_analysis='sometimes': expected one of canary, always, never"),
+    ('sglang_canary', {'round': 3}, "unknown option 'round'"),
+    ('sglang_canary', {'rounds': 1}, 'rounds: expected an integer >= 2'),
+    ('sglang_canary', {'thresholds': {'tpot': 0.5}}, 'thresholds.tpot: expected a ratio >= 1'),
+    ('sglang_canary', {'prompts': [{'prompt': 'q', 'expect': 'Paris'}]}, 'prompts[0].expect: expected a list'),
+    ('sglang_canary', {'baseline_url': 'gpu-02:30000'}, 'baseline_url: expected http(s)://HOST:PORT'),
+    ('sglang_canary', {'timeout': 0}, 'timeout: expected seconds > 0'),
 ])
 def test_one_bad_value_gets_exactly_one_message_naming_it(name, value, fragment):
     found = problems(**{name: value})

@@ -160,3 +160,17 @@ def test_outcome_of_a_failed_wait_says_why_and_what_followed():
     assert nothing['outcome'] == 'failed' and 'Hint' not in nothing['message']
     assert nothing['message'].endswith('No configuration of this unit was known to work before, so nothing was rolled back.')
     assert '  ' not in nothing['message']
+
+
+def test_the_outcome_keeps_what_the_canary_analysis_found():
+    analysis = {'passed': False, 'baseline': 'recorded T', 'requests': 36, 'errors': 0, 'report': ['...'],
+                'figures': {'8': {}}, 'rows': [{'level': 8, 'figure': 'tpot', 'canary': 41.0, 'baseline': 10.0, 'ratio': 4.1,
+                                                'threshold': 1.25, 'failed': True, 'separated': True, 'p': 0.05}]}
+    failure = dict(analysis, reason='canary_analysis', msg='the canary serves worse than it may')
+    record = outcome('u.service', {'ready': True}, failure, canary=analysis)
+    assert record['outcome'] == 'failed' and record['message'].startswith('u.service is not ready (canary_analysis): the canary')
+    assert record['canary'] == {'passed': False, 'baseline': 'recorded T', 'requests': 36, 'errors': 0, 'rows': [
+        {'level': 8, 'figure': 'tpot', 'canary': 41.0, 'baseline': 10.0, 'ratio': 4.1, 'threshold': 1.25, 'failed': True}]}
+    # no analysis (skipped, or none ran): no canary key
+    assert 'canary' not in outcome('u.service', {'ready': True}, None, canary={'skipped': True})
+    assert 'canary' not in outcome('u.service', {'ready': True}, None)
