@@ -126,14 +126,14 @@ EXAMPLES = r'''
     url: http://127.0.0.1:30000
     model: kimi-k2.6
     api_key: "{{ sglang_api_key }}"
-    record_file: /var/lib/llmops-sglang/control/sglang-k26/canary.json
+    record_file: /var/lib/llmops-sglang/server/sglang-k26/canary.json
 
 - name: Side by side with an instance on the old configuration, declaring that answers change
   llmops.sglang.sglang_canary:
     url: http://127.0.0.1:30000
     baseline_url: http://gpu-02:30000
     model: kimi-k2.6
-    record_file: /var/lib/llmops-sglang/control/sglang-k26/canary.json
+    record_file: /var/lib/llmops-sglang/server/sglang-k26/canary.json
     answers: changed
     prompts:
       - prompt: What is the capital of France? Answer in one word.

@@ -21,6 +21,7 @@ LOGS=.build/integration
 # alone), and test_monitoring_host (2 min) and test_alerts (5 min) to the hosts group. Issue 27 added test_runner
 # (ansible-runner; about 4 min alone on a loaded machine) to the faults group. Issue 25 added test_failure_families
 # (4 min) to the sync group and test_router_claims (4-5 min, the router test's fixtures, a fleet of its own) to plan.
+# Issue 26 added test_canary (two hosts, a rollout per bad canary) as a group of its own.
 GROUPS_TABLE=(
   "default||gpu|tests/integration/test_fleet.py tests/integration/test_rollout.py tests/integration/test_progress.py tests/integration/test_server_role.py tests/integration/test_multinode.py"
   "faults|/var/lib/llmops-sglang-fleet-faults|fb|tests/integration/test_faults.py tests/integration/test_bad_inputs.py tests/integration/test_runner.py"
@@ -29,6 +30,7 @@ GROUPS_TABLE=(
   "sync|/var/lib/llmops-sglang-fleet-sync|fs|tests/integration/test_sync.py tests/integration/test_wait_ready.py tests/integration/test_sandbox.py tests/integration/test_failure_families.py"
   "router|/var/lib/llmops-sglang-fleet-router|fr|tests/integration/test_router.py"
   "day2|/var/lib/llmops-sglang-fleet-day2|fd|tests/integration/test_day2.py"
+  "canary|/var/lib/llmops-sglang-fleet-canary|fk|tests/integration/test_canary.py"
 )
 
 down_private() {
