@@ -66,3 +66,42 @@ def test_round_trip_to_schedulers():
     parsed = faults.parse("crash@cuda_graph:nccl hang@warmup slow_warmup=1")
     again = faults.Faults.from_dict(parsed.as_dict())
     assert again.crash == parsed.crash and again.hang == parsed.hang and again.slow_warmup == 1
+
+
+# ---- the canary analysis' degradations (issue 26): parsed, bounded, kept by crash_times, sent to the schedulers ----
+
+def test_parse_the_degradations():
+    parsed = faults.parse("decode_slowdown=2.5, answer_shift=7; error_rate=0.25\ncollapse_above=4")
+    assert (parsed.decode_slowdown, parsed.answer_shift, parsed.error_rate, parsed.collapse_above) == (2.5, 7, 0.25, 4)
+    assert isinstance(parsed.answer_shift, int) and isinstance(parsed.collapse_above, int)
+    assert faults.parse("decode_slowdown=3").decode_slowdown == 3.0 and faults.parse("error_rate=1").error_rate == 1.0
+    none = faults.parse("")
+    assert (none.decode_slowdown, none.answer_shift, none.error_rate, none.collapse_above) == (None, None, None, None)
+
+
+@pytest.mark.parametrize("spec", ["decode_slowdown=0", "decode_slowdown=-2", "decode_slowdown=fast", "decode_slowdown=",
+                                  "decode_slowdown=nan", "decode_slowdown=inf", "answer_shift=0", "answer_shift=-1",
+                                  "answer_shift=1.5", "answer_shift=x", "error_rate=0", "error_rate=-0.25",
+                                  "error_rate=1.5", "error_rate=half", "error_rate=nan", "collapse_above=0",
+                                  "collapse_above=-2", "collapse_above=2.5", "collapse_above=many"])
+def test_rejects_bad_degradation_values(spec):
+    with pytest.raises(faults.FaultError) as raised:
+        faults.parse(spec)
+    assert spec in str(raised.value)
+
+
+def test_crash_times_keeps_the_degradations(tmp_path):
+    """They are not failure faults: after crash_times starts the crash goes, the degradations stay."""
+    env = {"SGLANG_STANDIN_FAULT": "crash@weights:oom crash_times=1 decode_slowdown=2 answer_shift=3 error_rate=0.5 "
+                                   "collapse_above=2", "SGLANG_STANDIN_COUNTER_FILE": str(tmp_path / "count")}
+    first, second = faults.load(env), faults.load(env)
+    assert first.crash == {"weights": "oom"} and second.crash == {}
+    for loaded in (first, second):
+        assert (loaded.decode_slowdown, loaded.answer_shift, loaded.error_rate, loaded.collapse_above) == (2.0, 3, 0.5, 2)
+
+
+def test_the_degradations_round_trip_to_schedulers():
+    parsed = faults.parse("decode_slowdown=1.5 answer_shift=9 error_rate=0.1 collapse_above=3")
+    again = faults.Faults.from_dict(parsed.as_dict())
+    assert (again.decode_slowdown, again.answer_shift, again.error_rate, again.collapse_above) == (1.5, 9, 0.1, 3)
+    assert faults.Faults.from_dict(faults.parse("").as_dict()).answer_shift is None

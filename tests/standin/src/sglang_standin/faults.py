@@ -8,7 +8,23 @@ Items are separated by commas, semicolons, whitespace or newlines; `#` starts a 
   exit_after_requests=N   rank 0's scheduler crashes right after answering the N-th client request
   crash_times=N           crash@, hang@, zombie and exit_after_requests apply to the first N starts only
                           (starts are counted in a counter file, see counter_path)
+
+Degradations for the canary analysis tests (issue 26): a server that starts and answers, but worse. They are not
+failure faults: crash_times leaves them in place.
+  decode_slowdown=F       (float > 0) every decoded token after an answer's first (the first is the prefill's:
+                          time to first token unchanged) takes F x SGLANG_STANDIN_TOKEN_SECONDS: /v1 chat and
+                          completions, streamed or not, and /generate (otherwise unpaced); with TOKEN_SECONDS 0
+                          there is nothing to scale
+  answer_shift=N          (int >= 1) every generation's seed is salted with N: other tokens, the same lengths, the
+                          same reasoning section (chat, completions, /generate, the warmup's, /health_generate's)
+  error_rate=P            (0 < P <= 1) the k-th /v1/chat/completions or /v1/completions request since the start
+                          fails when floor(k*P) > floor((k-1)*P), with the error 0.5.23 answers for a request
+                          the scheduler aborts with 500 (server.py Handler.abort_answer); the warmup, health
+                          checks and /generate are not counted
+  collapse_above=N        (int >= 1) while more than N /v1 requests are held in flight, each of their tokens takes
+                          (in_flight / N) ** 2 times its pace: aggregate throughput at 2N is half of that at N
 """
+import math
 import os
 import re
 
@@ -39,6 +55,11 @@ class Faults(object):
         self.exit_after_requests = None
         self.crash_times = None
         self.start_number = None
+        # degradations (not failure faults: crash_times keeps them)
+        self.decode_slowdown = None
+        self.answer_shift = None
+        self.error_rate = None
+        self.collapse_above = None
 
     def crash_in(self, phase):
         return self.crash.get(phase)
@@ -49,7 +70,9 @@ class Faults(object):
     def as_dict(self):
         return {"crash": dict(self.crash), "hang": sorted(self.hang), "slow_warmup": self.slow_warmup,
                 "zombie": self.zombie, "exit_after_requests": self.exit_after_requests,
-                "crash_times": self.crash_times, "start_number": self.start_number}
+                "crash_times": self.crash_times, "start_number": self.start_number,
+                "decode_slowdown": self.decode_slowdown, "answer_shift": self.answer_shift,
+                "error_rate": self.error_rate, "collapse_above": self.collapse_above}
 
     @classmethod
     def from_dict(cls, data):
@@ -61,7 +84,23 @@ class Faults(object):
         faults.exit_after_requests = data.get("exit_after_requests")
         faults.crash_times = data.get("crash_times")
         faults.start_number = data.get("start_number")
+        faults.decode_slowdown = data.get("decode_slowdown")
+        faults.answer_shift = data.get("answer_shift")
+        faults.error_rate = data.get("error_rate")
+        faults.collapse_above = data.get("collapse_above")
         return faults
+
+
+def _positive(item, value, kind, at_most=None):
+    """`value` as `kind` (int or float), finite and > 0 (and <= at_most), else FaultError naming `item`."""
+    try:
+        number = kind(value)
+    except ValueError as err:
+        raise FaultError("bad number in %r" % item) from err
+    if not math.isfinite(number) or number <= 0 or (at_most is not None and number > at_most):
+        bounds = "0 < value <= %s" % at_most if at_most is not None else "value > 0"
+        raise FaultError("%r is out of range (%s)" % (item, bounds))
+    return number
 
 
 def parse(text):
@@ -87,6 +126,18 @@ def parse(text):
             faults.zombie = True
         elif "=" in item:
             key, value = item.split("=", 1)
+            if key == "decode_slowdown":
+                faults.decode_slowdown = _positive(item, value, float)
+                continue
+            if key == "answer_shift":
+                faults.answer_shift = _positive(item, value, int)
+                continue
+            if key == "error_rate":
+                faults.error_rate = _positive(item, value, float, at_most=1)
+                continue
+            if key == "collapse_above":
+                faults.collapse_above = _positive(item, value, int)
+                continue
             try:
                 if key == "slow_warmup":
                     faults.slow_warmup = float(value)
