@@ -31,12 +31,15 @@ def chat_prompt(messages):
     return text, count_prompt_tokens(text) + 3 * len(parts) + 2
 
 
-def generate_ids(prompt, max_tokens, thinking, ignore_eos=False):
+def generate_ids(prompt, max_tokens, thinking, ignore_eos=False, shift=None):
     """The model's output ids for `prompt`, cut at max_tokens (finish 'length') or ended by EOS (finish 'stop').
 
     With `ignore_eos` (a sampling parameter of 0.5.23, entrypoints/openai/protocol.py:407,1012) the answer goes on
-    past its natural end until max_tokens, as a real model does: how tests make generations of any length."""
-    seed = int(hashlib.sha256(prompt.encode("utf-8")).hexdigest(), 16)
+    past its natural end until max_tokens, as a real model does: how tests make generations of any length.
+    `shift` (the answer_shift fault, an int >= 1) salts the seed: other answer tokens, the same lengths, the same
+    reasoning section and first token (only the seed picks tokens)."""
+    salted = prompt if not shift else "answer_shift=%d\n%s" % (shift, prompt)
+    seed = int(hashlib.sha256(salted.encode("utf-8")).hexdigest(), 16)
     ids = []
     if thinking:
         ids.extend(range(1000, 1000 + REASONING_TOKENS))  # ids of THINK_WORDS

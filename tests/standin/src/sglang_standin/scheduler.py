@@ -343,7 +343,7 @@ class Scheduler(object):
             self.sleep(self.durations["warmup"])
             time.sleep(self.faults.slow_warmup)
         ids, finish = generation.generate_ids(msg["prompt"], msg["max_tokens"], msg["thinking"],
-                                              msg.get("ignore_eos", False))
+                                              msg.get("ignore_eos", False), self.faults.answer_shift)
         # One batch at a time here; a long generation's token-by-token pace is the main process's
         # (SGLANG_STANDIN_TOKEN_SECONDS, server.py Handler.paced), so concurrent streams overlap as in continuous
         # batching: the scheduler's own cost is capped at a short answer's.
