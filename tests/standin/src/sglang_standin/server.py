@@ -5,8 +5,10 @@ Order (sglang.md "Startup order"): start one scheduler process per local TP rank
 HTTP server, log `The server is fired up and ready to roll!`. Failures end like SGLang's kill_process_tree:
 SIGKILL the children, then the main process itself (systemd: status=9/KILL).
 """
+import fractions
 import hmac
 import json
+import math
 import os
 import selectors
 import signal
@@ -32,6 +34,11 @@ UNGUARDED_PREFIXES = ("/health", "/ready", "/metrics")  # never need a key (0.5.
 # every other route served here is NORMAL. 0.5.23 marks no route ADMIN_FORCE (http_server.py:2253-2258).
 ADMIN_OPTIONAL_PATHS = ("/freeze_gc",)
 STARTING, UP, UNHEALTHY = "Starting", "Up", "UnHealthy"  # managers/io_struct ServerStatus
+# The error_rate fault's failure: what 0.5.23 answers for a request its scheduler aborts with an internal server error,
+# here retract_decode's last resort (managers/schedule_batch.py:3508-3519: FINISH_ABORT(message,
+# status_code=HTTPStatus.INTERNAL_SERVER_ERROR)), sent as an AbortReq (managers/scheduler.py:4514-4518,6398-6409).
+ABORT_MESSAGE = ("Out of memory even after retracting all other requests in the decode batch. "
+                 "Aborting the last request.")
 
 
 def phase_seconds(environ):
@@ -71,6 +78,7 @@ class SchedulerClient(object):
         self.pending = {}
         self.next_id = 0
         self.rid_to_state = {}  # in-flight requests by SGLang rid (the drain counts and names them)
+        self.held = set()       # the /v1 requests among them, from hold() to release() (collapse_above counts them)
         self.last_receive = 0.0
 
     def delivered(self, rid):
@@ -107,11 +115,18 @@ class SchedulerClient(object):
         sglang_rid = rid_prefix + uuid.uuid4().hex
         with self.lock:
             self.rid_to_state[sglang_rid] = None
+            self.held.add(sglang_rid)
         return sglang_rid
 
     def release(self, sglang_rid):
         with self.lock:
             self.rid_to_state.pop(sglang_rid, None)
+            self.held.discard(sglang_rid)
+
+    def held_count(self):
+        """How many requests hold() holds now: the /v1 requests in flight (health checks and /generate not)."""
+        with self.lock:
+            return len(self.held)
 
     def submit(self, prompt, prompt_tokens, max_tokens, thinking, counted=False, timeout=None, rid_prefix="",
                ignore_eos=False, held=None):
@@ -174,6 +189,8 @@ class Launcher(object):
         self.should_exit = False
         self.ready = False              # the ready line was logged (the warmup is done)
         self.token_seconds = float(environ.get("SGLANG_STANDIN_TOKEN_SECONDS", "0") or 0)
+        self.openai_requests = 0        # /v1 chat and completion requests since the start (error_rate counts them)
+        self.openai_lock = threading.Lock()
         self.request_log = environ.get("SGLANG_STANDIN_REQUEST_LOG") or None
         self.local_ranks = max(1, args.tp_size // max(1, args.nnodes))
 
@@ -688,6 +705,17 @@ class Launcher(object):
     def context_len(self):
         return self.scheduler_info.get("context_len") or self.args.context_length or self.model.context_length
 
+    def count_openai_request(self):
+        """Count one /v1/chat/completions or /v1/completions request; True when the error_rate fault fails it: the
+        k-th fails when floor(k*P) > floor((k-1)*P) (P as the decimal it was written, exactly: 0.1 is 1/10)."""
+        with self.openai_lock:
+            self.openai_requests += 1
+            number = self.openai_requests
+        if not self.faults.error_rate:
+            return False
+        rate = fractions.Fraction(repr(self.faults.error_rate))
+        return math.floor(number * rate) > math.floor((number - 1) * rate)
+
     @property
     def in_flight(self):
         """Requests rank 0's scheduler holds now (what /metrics counts as running or queued)."""
@@ -698,6 +726,7 @@ class Handler(BaseHTTPRequestHandler):
     launcher = None
     protocol_version = "HTTP/1.1"
     delivery_id = None  # the counted generation whose response is being sent
+    aborted = False     # the error_rate fault fails the /v1 request being served
     server_version = "uvicorn"
     sys_version = ""
     access_log = True
@@ -888,6 +917,10 @@ class Handler(BaseHTTPRequestHandler):
         if result is None:
             return
         ids, finish = result
+        slowdown = self.launcher.faults.decode_slowdown
+        if slowdown and len(ids) > 1:
+            # otherwise unpaced; under decode_slowdown every decoded token after the first takes F x TOKEN_SECONDS
+            time.sleep(self.launcher.token_seconds * slowdown * (len(ids) - 1))
         finish_reason = {"type": "length", "length": len(ids)} if finish == "length" else {"type": "stop", "matched": generation.EOS}
         self.send_body(200, {"text": generation.detokenize(ids), "output_ids": ids, "meta_info": {
             "id": uuid.uuid4().hex, "finish_reason": finish_reason, "prompt_tokens": prompt_tokens,
@@ -908,6 +941,7 @@ class Handler(BaseHTTPRequestHandler):
                   "start": time.time(), "state": state, "tokens_sent": 0, "completion_tokens": None,
                   "finish_reason": None, "completed": False, "tag": body.get("user"),
                   "request_id": self.headers.get("x-request-id")}
+        self.aborted = launcher.count_openai_request()
         held = launcher.client.hold()
         self.gen_options = {"ignore_eos": bool(body.get("ignore_eos")), "held": held}
         try:
@@ -922,10 +956,52 @@ class Handler(BaseHTTPRequestHandler):
             record["state_at_end"] = "draining" if launcher.gracefully_exit else state
             request_log(launcher.request_log, record)
 
-    def paced(self, tokens):
-        """SGLANG_STANDIN_TOKEN_SECONDS per decoded token (absolute, not multiplied by the pace)."""
-        if self.launcher.token_seconds > 0 and tokens:
-            time.sleep(self.launcher.token_seconds * tokens)
+    def paced(self, tokens, first=1):
+        """SGLANG_STANDIN_TOKEN_SECONDS per decoded token (absolute, not multiplied by the pace), for the answer's tokens
+        number `first` to `first + tokens - 1`. The degradation faults: decode_slowdown=F makes every token after the
+        first (the first is the prefill's) take F times as long; collapse_above=N makes each token take
+        (held / N) ** 2 times as long while more than N /v1 requests are held (looked up at each token)."""
+        seconds = self.launcher.token_seconds
+        if seconds <= 0 or tokens <= 0:
+            return
+        slowdown, limit = self.launcher.faults.decode_slowdown, self.launcher.faults.collapse_above
+        if not slowdown and not limit:
+            time.sleep(seconds * tokens)
+            return
+        for number in range(first, first + tokens):
+            pace = seconds * (slowdown if slowdown and number > 1 else 1.0)
+            held = self.launcher.client.held_count() if limit else 0
+            if limit and held > limit:
+                pace *= (float(held) / limit) ** 2
+            time.sleep(pace)
+
+    def abort_point(self, ids):
+        """How many tokens the client gets before the error_rate fault's abort (None: no abort): the scheduler
+        aborts the request halfway through its decoding (retract_decode runs before a decode step)."""
+        return len(ids) // 2 if self.aborted else None
+
+    def abort_answer(self, record):
+        """A non-streamed request the scheduler aborted with 500 (0.5.23): the tokenizer manager raises
+        fastapi.HTTPException(status_code=500, detail=message) for a non-stream abort with a status code
+        (managers/tokenizer_manager.py:1891-1921, via :2041-2047), which handle_request turns into
+        create_error_response(message=e.detail, err_type=str(e.status_code), status_code=e.status_code)
+        (entrypoints/openai/serving_base.py:119-122, :205-221): HTTP 500, ORJSONResponse of ErrorResponse
+        (entrypoints/openai/protocol.py:106-111), `type` the string "500"."""
+        self.error(500, ABORT_MESSAGE, "500")
+        record.update(finish_reason="abort", error=ABORT_MESSAGE, completed=True)
+
+    @staticmethod
+    def abort_event():
+        """The same abort in a stream (entrypoints/openai/serving_chat.py:2561-2579, serving_completions.py:356-372):
+        finish_reason abort with an HTTPStatus status_code (the AbortReq is pickled, so it stays one:
+        scheduler_components/output_sender.py:29, managers/io_struct.py:2732-2737, environ.py:366
+        SGLANG_USE_PICKLE_IPC default True) -> create_streaming_error_response(message,
+        code.name, code.value) (serving_base.py:223-237: json.dumps, so `": "` and `", "`), then the loop breaks:
+        no finish chunk; the usage chunk when asked; `data: [DONE]` (serving_chat.py:2805). The stream's HTTP status
+        stays 200 (a StreamingResponse, serving_chat.py:2413-2439)."""
+        error = {"object": "error", "message": ABORT_MESSAGE, "type": HTTPStatus.INTERNAL_SERVER_ERROR.name, "param": None,
+                 "code": HTTPStatus.INTERNAL_SERVER_ERROR.value}
+        return "data: %s\n\n" % json.dumps({"error": error})
 
     def chat_completions(self):
         self.serve_openai(self.produce_chat)
@@ -946,8 +1022,15 @@ class Handler(BaseHTTPRequestHandler):
         ids, finish = result
         record.update(completion_tokens=len(ids), finish_reason=finish)
         response = self.openai_envelope("chat.completion", prompt_tokens, generation.counted(ids, finish), body)
+        abort = self.abort_point(ids)
+        if abort is not None:
+            record["completion_tokens"] = abort  # what it had generated when it was aborted
         if body.get("stream"):
-            self.stream_chat(response, ids, finish, bool(reasoning), body, record)
+            self.stream_chat(response, ids, finish, bool(reasoning), body, record, abort)
+            return
+        if abort is not None:
+            self.paced(abort)
+            self.abort_answer(record)
             return
         if reasoning:
             reasoning_content, content = generation.split_reasoning(ids)
@@ -978,8 +1061,15 @@ class Handler(BaseHTTPRequestHandler):
         ids, finish = result
         record.update(completion_tokens=len(ids), finish_reason=finish)
         response = self.openai_envelope("text_completion", prompt_tokens, generation.counted(ids, finish), body)
+        abort = self.abort_point(ids)
+        if abort is not None:
+            record["completion_tokens"] = abort  # what it had generated when it was aborted
         if body.get("stream"):
-            self.stream_completion(response, ids, finish, body, record)
+            self.stream_completion(response, ids, finish, body, record, abort)
+            return
+        if abort is not None:
+            self.paced(abort)
+            self.abort_answer(record)
             return
         response["choices"] = [{"index": 0, "text": generation.detokenize(ids), "logprobs": None,
                                 "finish_reason": finish, "matched_stop": generation.EOS if finish == "stop" else None}]
@@ -1017,20 +1107,25 @@ class Handler(BaseHTTPRequestHandler):
             self.launcher.client.delivered(self.delivery_id)
             self.delivery_id = None
 
-    def stream_events(self, ids, first, token_event, final, usage, record):
+    def stream_events(self, ids, first, token_event, final, usage, record, abort=None):
         """The first event at once (after the prefill), each token's event after its decode step (`token_event(i,
         token)`, i counting from 1, may return None: no event), the finish event (None: none), the usage event when
-        asked (`usage()`, rendered after the tokens it counts), `data: [DONE]`."""
+        asked (`usage()`, rendered after the tokens it counts), `data: [DONE]`. `abort` (the error_rate fault): only
+        the first `abort` tokens, then the error event instead of the finish event (with no token before it, no first
+        event either: the abort is the first output the serving layer gets)."""
         self.start_stream()
-        if first is not None:
+        if first is not None and abort != 0:
             self.send_event(sse(first))
-        for count, token in enumerate(ids, 1):
-            self.paced(1)
+        for count, token in enumerate(ids if abort is None else ids[:abort], 1):
+            self.paced(1, count)
             event = token_event(count, token)
             if event is not None:
                 self.send_event(sse(event))
             record["tokens_sent"] += 1
-        if final is not None:
+        if abort is not None:
+            self.send_event(self.abort_event())
+            record.update(finish_reason="abort", error=ABORT_MESSAGE)
+        elif final is not None:
             self.send_event(sse(final))
         if usage is not None:
             self.send_event(usage())
@@ -1062,7 +1157,7 @@ class Handler(BaseHTTPRequestHandler):
                 "reasoning_tokens": reasoning_tokens,
                 "completion_tokens_details": {"reasoning_tokens": reasoning_tokens} if reasoning_tokens else None}
 
-    def stream_chat(self, response, ids, finish, reasoning, body, record):
+    def stream_chat(self, response, ids, finish, reasoning, body, record, abort=None):
         """0.5.23 entrypoints/openai/serving_chat.py:2441-2805 _generate_chat_stream: a first chunk with
         role "assistant" and content "" (:2587-2600), one chunk per token delta (content, or reasoning_content
         while thinking with a reasoning parser, :960-1050), a finish chunk with finish_reason and matched_stop
@@ -1071,7 +1166,10 @@ class Handler(BaseHTTPRequestHandler):
         reasoning_content; the chunk omits usage when None. With stream_options.continuous_usage_stats each content
         or reasoning chunk (not the first or the finish one) carries the usage so far (:980-1000, :1030-1050).
         Reasoning tokens are counted as the scheduler does while a request is thinking
-        (schedule_batch.py:2240-2259: every token up to and including the end-of-thinking one)."""
+        (schedule_batch.py:2240-2259: every token up to and including the end-of-thinking one). After an abort
+        (`abort`, the error_rate fault) the usage chunk counts what the abort's output states: the tokens so far, no
+        prompt or reasoning tokens (managers/tokenizer_manager.py:3603-3628: _handle_abort_req's meta_info has none,
+        completion_tokens the tokens so far; serving_chat.py:2498-2506 reads them with .get(..., 0))."""
         head = {"id": response["id"], "object": "chat.completion.chunk", "created": response["created"],
                 "model": response["model"]}
         include_usage, continuous = self.stream_usage(body)
@@ -1103,20 +1201,25 @@ class Handler(BaseHTTPRequestHandler):
             return chunk({"reasoning_content": None, "content": text}, usage=usage)
 
         def usage_event():
-            usage = self.usage_info(prompt_tokens, response["usage"]["completion_tokens"], reasoning_tokens[0], cached)
+            if abort is not None:
+                usage = self.usage_info(0, abort, 0, cached)
+            else:
+                usage = self.usage_info(prompt_tokens, response["usage"]["completion_tokens"], reasoning_tokens[0], cached)
             return "data: %s\n\n" % json.dumps(dict(head, choices=[], usage=usage), separators=(",", ":"))
 
         final = chunk({"reasoning_content": None}, finish, generation.EOS if finish == "stop" else None)
         self.stream_events(ids, chunk({"reasoning_content": None, "role": "assistant", "content": ""}), token_event,
-                           final, usage_event if include_usage else None, record)
+                           final, usage_event if include_usage else None, record, abort)
 
-    def stream_completion(self, response, ids, finish, body, record):
+    def stream_completion(self, response, ids, finish, body, record, abort=None):
         """0.5.23 entrypoints/openai/serving_completions.py:225-504 _generate_completion_stream: one
         CompletionStreamResponse per decode step (:381-403; model_dump_json, so `usage: null`), its text the step's
         delta; the step that finishes carries the finish_reason and matched_stop (:381-392): with "length" the last
         token's own chunk, with "stop" the end-of-sequence step, whose delta is "". With
         stream_options.continuous_usage_stats every chunk has the usage so far without cached details (:395-401);
-        the usage chunk when asked is dumped with exclude_none (:479-496); then `data: [DONE]` (:504)."""
+        the usage chunk when asked is dumped with exclude_none (:479-496); then `data: [DONE]` (:504). After an abort
+        (the error_rate fault) the usage chunk counts the abort output's: the tokens so far, no prompt tokens
+        (:262-266 read them with .get(..., 0))."""
         head = {"id": response["id"], "object": "text_completion", "created": response["created"],
                 "model": response["model"]}
         include_usage, continuous = self.stream_usage(body)
@@ -1136,11 +1239,14 @@ class Handler(BaseHTTPRequestHandler):
         final = chunk(len(ids) + 1, "", "stop", generation.EOS) if finish == "stop" else None
 
         def usage_event():
-            whole = self.usage_info(prompt_tokens, response["usage"]["completion_tokens"], 0, self.cached_details())
+            if abort is not None:
+                whole = self.usage_info(0, abort, 0, self.cached_details())
+            else:
+                whole = self.usage_info(prompt_tokens, response["usage"]["completion_tokens"], 0, self.cached_details())
             usage = {key: value for key, value in whole.items() if value is not None}
             return "data: %s\n\n" % json.dumps(dict(head, choices=[], usage=usage), separators=(",", ":"))
 
-        self.stream_events(ids, None, token_event, final, usage_event if include_usage else None, record)
+        self.stream_events(ids, None, token_event, final, usage_event if include_usage else None, record, abort)
 
 
 def sse(obj):
