@@ -28,7 +28,7 @@ description:
     only the errors and the answers are judged."
   - "Errors fail on their own (O(thresholds).errors, default none). Each golden answer must equal the last verified
     one (or the live baseline's), unless O(answers=changed) declares that this deploy changes answers; what a prompt
-    declares (O(prompts[].expect), O(prompts[].reasoning)) is always checked."
+    declares in O(prompts) (C(expect), C(reasoning)) is always checked."
   - On a pass it records the figures and the answers in O(record_file) (root-only, written whole). A failed analysis
     fails the task with the table of canary against baseline, figure by figure.
   - The judgement lives in C(plugins/module_utils/canary/analysis.py), the loop in C(canary_driver.py), the
@@ -169,7 +169,7 @@ baseline:
   returned: always
   type: str
 requests:
-  description: Requests sent to the canary, and O(errors) of them failed.
+  description: Requests sent to the canary, and RV(errors) of them failed.
   returned: always
   type: int
 errors:
@@ -206,7 +206,7 @@ def main():
         url=dict(type='str', required=True), model=dict(type='str', required=True), api_key=dict(type='str', no_log=True),
         baseline_url=dict(type='str'), record_file=dict(type='path', required=True), record=dict(type='bool', default=True),
         prompts=dict(type='list', elements='dict', default=[]), concurrency=dict(type='list', elements='int', default=[1, 4, 8]),
-        rounds=dict(type='int', default=3), max_tokens=dict(type='int', default=32), thresholds=dict(type='dict', default={}),
+        rounds=dict(type='int', default=3), max_tokens=dict(type='int', default=32, no_log=False), thresholds=dict(type='dict', default={}),
         floors=dict(type='dict', default={}), answers=dict(type='str', choices=['compare', 'changed', 'off'], default='compare'),
         timeout=dict(type='float', default=120.0), validate_certs=dict(type='bool', default=True),
     ), supports_check_mode=True)

@@ -211,8 +211,8 @@ def test_a_host_that_moves_between_the_plan_and_its_batch_is_planned_anew(plan_f
     now = time.time()
     holder = {'token': 'test-holder:1:0', 'controller': 'test-holder', 'pid': 1, 'user': 'test', 'since': now,
               'expires': now + 900, 'path': LOCK_FILE}
-    fleet.run(rank1, 'mkdir -p %s && printf %%s %s > %s' % (os.path.dirname(LOCK_FILE), shlex.quote(json.dumps(holder)),
-                                                             LOCK_FILE), check=True)
+    write_lock = 'mkdir -p %s && printf %%s %s > %s' % (os.path.dirname(LOCK_FILE), shlex.quote(json.dumps(holder)), LOCK_FILE)
+    fleet.run(rank1, write_lock, check=True)
     release = 'if grep -q test-holder %s; then rm -f %s; fi' % (LOCK_FILE, LOCK_FILE)
     command = [venv_tool('ansible-playbook'), '-i', fleet.inventory, 'playbooks/deploy_k26.yml', '-e',
                json.dumps(dict(SECRETS, sglang_env=TEST_ENV, sglang_lock_wait=900,

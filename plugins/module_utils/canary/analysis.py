@@ -269,8 +269,8 @@ def report_lines(rows, result, errors, requests, answers_checked, baseline_kind,
     lines = [head]
     shown = [row for row in rows if row['failed'] or not short]
     if shown:
-        lines.append('%-5s %-22s %10s %10s %7s %9s %-9s %s' % ('conc', 'figure', 'canary', 'baseline', 'ratio',
-                                                                 'threshold', 'rank test', 'verdict'))
+        columns = ('conc', 'figure', 'canary', 'baseline', 'ratio', 'threshold', 'rank test', 'verdict')
+        lines.append('%-5s %-22s %10s %10s %7s %9s %-9s %s' % columns)
         for row in shown:
             lines.append('%-5d %-22s %10s %10s %7s %9s %-9s %s' % (
                 row['level'], '%s (%s)' % (row['figure'], UNITS[row['figure']]), _fmt(row['canary']),

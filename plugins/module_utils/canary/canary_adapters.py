@@ -103,7 +103,7 @@ def run_level(endpoint, prompts, model, concurrency, requests_count, max_tokens,
                 prompt = prompts[index % len(prompts)]
                 results[index] = (prompt, endpoint.stream(session, chat_body(prompt, model, max_tokens, fixed_length)))
 
-    threads = [threading.Thread(target=worker) for _ in range(min(concurrency, requests_count))]
+    threads = [threading.Thread(target=worker) for _thread in range(min(concurrency, requests_count))]
     for thread in threads:
         thread.start()
     for thread in threads:

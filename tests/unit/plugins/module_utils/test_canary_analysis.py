@@ -106,7 +106,7 @@ def test_reasoning_is_part_of_the_answer_and_can_be_required():
     sample = one(0, 0.1, 0.01, text='Paris', reasoning='The user asks.')
     assert analysis.answer_of(sample) == 'The user asks.\n</think>\nParis'
     key = analysis.prompt_key('q', 8)
-    problems, _ = analysis.judge_answers({key: [one(0, 0.1, 0.01)]}, None, [{'prompt': 'q', 'reasoning': True}], 8, 'off')
+    problems = analysis.judge_answers({key: [one(0, 0.1, 0.01)]}, None, [{'prompt': 'q', 'reasoning': True}], 8, 'off')[0]
     assert problems == ['prompt "q": no reasoning section (declared reasoning: true)']
 
 
