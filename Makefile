@@ -137,7 +137,7 @@ demo: setup ## the main job on the embedded default: local fleet, deploy_k26.yml
 	$(VENV)/bin/python tests/fleet/fleet.py up --count $(N)
 	@echo "== Preparing the hosts as the seeds found theirs (no pip, compressed-tensors 0.8.1, no Python headers)"
 	PATH=$(VENV)/bin:$$PATH ansible-playbook -i inventories/local tests/fleet/demo_prepare.yml
-	@echo "== Rolling out Kimi K2.6 (the SGLang stand-in at pace 0.1): canary first, judged by the canary analysis, then batches"
+	@echo "== Rolling out Kimi K2.6 (the SGLang stand-in at pace 0.1): canary first, judged by the canary analysis (the first records the yardstick; this stand-in decodes unpaced, so time per output token reads 0), then batches"
 	PATH=$(VENV)/bin:$$PATH ansible-playbook -i inventories/local playbooks/deploy_k26.yml -e sglang_canary_analysis=canary
 	@echo "== Running it again: nothing changes, nothing restarts"
 	PATH=$(VENV)/bin:$$PATH ansible-playbook -i inventories/local playbooks/deploy_k26.yml | tee .build/demo-rerun.log

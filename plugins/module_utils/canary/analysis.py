@@ -262,6 +262,12 @@ def _fmt(value):
     return '%.1f' % value if value < 100 else '%.0f' % value
 
 
+def _rank_cell(row):
+    if row['baseline'] is None:
+        return '-'   # nothing to rank against (the first analysis, errors and answers judged alone)
+    return ('p=%.2f' % row['p']) if row['separated'] and row['p'] is not None else 'overlap'
+
+
 def report_lines(rows, result, errors, requests, answers_checked, baseline_kind, short=False):
     """The table an operator reads: canary against baseline, figure by figure, with the ratio and the threshold."""
     head = 'canary analysis: %s (baseline: %s; %d requests, %d errors; %d answers checked)' % (
@@ -276,7 +282,7 @@ def report_lines(rows, result, errors, requests, answers_checked, baseline_kind,
                 row['level'], '%s (%s)' % (row['figure'], UNITS[row['figure']]), _fmt(row['canary']),
                 _fmt(row['baseline']), '-' if row['ratio'] is None else '%.2fx' % row['ratio'],
                 ('<=' if LOWER_IS_BETTER[row['figure']] else '>=') + '%sx' % row['threshold'],
-                ('p=%.2f' % row['p']) if row['separated'] and row['p'] is not None else 'overlap',
+                _rank_cell(row),
                 'FAIL' if row['failed'] else 'ok'))
     for failure in result['failures']:
         lines.append('- ' + failure)

@@ -81,6 +81,10 @@ def test_no_baseline_judges_errors_and_answers_only():
     assert [(row['figure'], row['canary'], row['baseline'], row['ratio'], row['failed']) for row in rows] == [
         ('ttft', 1.0, None, None, False), ('tpot', 1.0, None, None, False), ('throughput', 1.0, None, None, False)]
     assert analysis.verdict([], 0, 10, 0.0, [], 'none')['passed']
+    # the table shows no ratio and no rank test where there is nothing to compare with
+    lines = analysis.report_lines(rows, analysis.verdict(rows, 0, 10, 0.0, [], 'none'), 0, 10, 0, 'none')
+    assert [line.split()[-4:] for line in lines[2:]] == [['-', '<=1.5x', '-', 'ok'], ['-', '<=1.25x', '-', 'ok'],
+                                                          ['-', '>=0.8x', '-', 'ok']]
     assert not analysis.verdict([], 0, 0, 0.0, [], 'none')['passed']  # no load sent is no pass
 
 
