@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, llmops.sglang contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Benchmarks of llmops.sglang on a private local fleet: detection lag, CPU cost of waiting, rollout at fleet scale.
+"""Benchmarks of llmops.sglang on a private local fleet: detection lag, CPU cost of waiting, rollout at fleet scale
+(and the canary analysis on stand-ins on this machine, no fleet).
 
 Run as root from the repository root with the repo venv's Python (it needs ansible-core and PyYAML from there):
 
@@ -9,6 +10,7 @@ Run as root from the repository root with the repo venv's Python (it needs ansib
     .venv/bin/python bench/run.py --quick    # smoke run, a few minutes
     .venv/bin/python bench/run.py --render bench/results/XXX.json   # rewrite docs/benchmarks.md from raw results
     .venv/bin/python bench/run.py --only rollout   # one section; the page keeps the others from docs/benchmarks.json
+    .venv/bin/python bench/run.py --only canary    # the canary analysis: local stand-ins, no fleet, about 7 minutes
 
 It boots its own fleet (tests/fleet/fleet.py, own state dir, prefix and addresses, so the shared fleet and other
 users are never touched), measures, writes bench/results/<stamp>.json, docs/benchmarks.json and docs/benchmarks.md,
@@ -32,6 +34,7 @@ import sys
 import time
 from pathlib import Path
 
+from .canary import TRIALS as CANARY_TRIALS, run_canary
 from .common import BENCH, COLLECTIONS, LOOP_CAP, REPO, SECTIONS, log
 from .cost import BASE, HOSTS as COST_HOSTS, ROUNDS as COST_ROUNDS, run_cost
 from .cpu import run_cpu
@@ -68,7 +71,7 @@ def carry_over(results, sections):
     previous = json.loads(path.read_text(encoding="utf-8"))
     keys = {"cpu": ["cpu"], "lag": ["lag_trials", "lag_summary", "lag_hosts"], "sync": ["model_sync"],
             "rollout": ["rollout"], "cost": ["cost"], "router": ["router"],
-            "restart": ["router_restart"]}
+            "restart": ["router_restart"], "canary": ["canary"]}
     carried = [section for section in SECTIONS if section not in sections
                and any(key in previous for key in keys[section])]
     for section in carried:
@@ -132,6 +135,9 @@ def build_parser():
     parser.add_argument("--cost-rounds", type=int, default=None,
                         help="rounds of the deploy cost (each: both trees, both scenarios; default %d, 1 with --quick)"
                         % COST_ROUNDS)
+    # The canary analysis (section canary): trials of every scenario (default 5, 1 with --quick).
+    parser.add_argument("--canary-trials", type=int, default=None,
+                        help="trials of each canary scenario (default %d, 1 with --quick)" % CANARY_TRIALS)
     return parser
 
 
@@ -155,13 +161,15 @@ def main():
         # A smoke run: one trial per scenario, a short CPU window, no rollout unless --only rollout (its fleet and
         # first deploy alone take minutes); the crash loop trial ends before the seeds' loops could see the start limit.
         plan = {"hosts": 5, "lag_hosts": 4, "lag_trials": 1, "cpu_window": 20.0, "cpu_rounds": 1, "loop_cap": 30.0,
-                "rollout": "rollout" in args.only, "cost": "cost" in args.only, "cost_rounds": 1}
+                "rollout": "rollout" in args.only, "cost": "cost" in args.only, "cost_rounds": 1, "canary_trials": 1}
     else:
         plan = {"hosts": 6, "lag_hosts": 5, "lag_trials": 5, "cpu_window": 60.0, "cpu_rounds": 3, "loop_cap": 85.0,
-                "rollout": True, "cost": True, "cost_rounds": COST_ROUNDS}
+                "rollout": True, "cost": True, "cost_rounds": COST_ROUNDS, "canary_trials": CANARY_TRIALS}
     plan["rollout_sizes"] = [int(size) for size in args.rollout_sizes.split(",")]
     if args.cost_rounds is not None:
         plan["cost_rounds"] = args.cost_rounds
+    if args.canary_trials is not None:
+        plan["canary_trials"] = args.canary_trials
     plan.update({"cost_base": args.cost_base, "cost_hosts": args.cost_hosts})
     LOOP_CAP[0] = plan["loop_cap"]
     started = time.time()
@@ -178,6 +186,11 @@ def main():
     signal.signal(signal.SIGTERM, interrupt)
     booted = False
     try:
+        load.phase = "canary"
+        if "canary" in sections:
+            # No fleet: stand-ins on 127.0.0.1, started and ended by the section itself.
+            log("canary: %d trial(s) of each scenario, stand-ins on 127.0.0.1" % plan["canary_trials"])
+            guarded(results, "canary", "canary", lambda: run_canary(plan["canary_trials"]))
         load.phase = "rollout"
         if "rollout" in sections and plan["rollout"]:
             # Its own fleet of 24 hosts, down again before the other sections' fleet comes up (same state dir).

@@ -5,6 +5,7 @@
 
 from __future__ import absolute_import, division, print_function
 
+from .canary import canary_notes, render_canary
 from .common import CPU_TOOLS, LAG_TOOLS, SCENARIOS, SECTIONS, TOOL_LABELS, WAITER_STALL_TIMEOUT, WAITER_TIMEOUT
 from .cost import cost_notes, render_cost
 from .model_sync import render_model_sync
@@ -144,6 +145,8 @@ def render(results):
         lines.extend(render_router_drain(results["router"]))
     if results.get("router_restart"):
         lines.extend(render_router_restart(results["router_restart"]))
+    if results.get("canary"):
+        lines.extend(render_canary(results["canary"]))
     add("## Targets and notes")
     add("")
     for note in results.get("notes", []):
@@ -180,6 +183,8 @@ def evaluate(results):
         notes.extend(rollout_notes(results["rollout"]))
     if results.get("cost"):
         notes.extend(cost_notes(results["cost"]))
+    if results.get("canary"):
+        notes.extend(canary_notes(results["canary"]))
     notes.extend(results.get("extra_notes", []))
     return notes
 
