@@ -49,9 +49,9 @@ def module_result(passed, rows=(), failures=()):
     return result
 
 
-def run(scenario, verdict, expect, trial=1, named=(), wall=17.4):
+def run(scenario, verdict, expect, trial=1, named=(), wall=17.4, ratios=None):
     return {'trial': trial, 'scenario': scenario, 'verdict': verdict, 'expect': expect, 'named': list(named),
-            'wall_s': wall, 'rows': [], 'failures': [], 'error': 'boom' if verdict == 'error' else None}
+            'wall_s': wall, 'ratios': ratios or {}, 'failures': [], 'error': 'boom' if verdict == 'error' else None}
 
 
 def results(runs, rollout=30.0):
@@ -75,10 +75,10 @@ def test_named_lists_failed_figures_errors_and_answers_once(canary):
 
 
 def test_outcome_tells_a_pass_a_stop_and_no_verdict_apart(canary):
-    passed = canary.outcome(0, module_result(True, [row(1, 'tpot')]))
+    passed = canary.outcome(0, module_result(True, [row(1, 'tpot'), row(8, 'throughput', ratio=0.97),
+                                                    dict(row(4, 'ttft'), ratio=None)]))
     assert (passed['verdict'], passed['named'], passed['requests']) == ('pass', [], 96)
-    assert passed['rows'][0] == {'level': 1, 'figure': 'tpot', 'canary': 10.0, 'baseline': 10.0, 'ratio': 1.0,
-                                 'separated': False, 'failed': False}
+    assert passed['ratios'] == {'tpot@1': 1.0, 'throughput@8': 0.97}   # a row without a baseline has no ratio
     stopped = canary.outcome(1, module_result(False, [row(4, 'tpot', True, 1.5)]))
     assert (stopped['verdict'], stopped['named']) == ('stop', ['tpot@4'])
     # the module failed otherwise (a record it cannot trust, a traceback): no verdict, and why
@@ -89,9 +89,11 @@ def test_outcome_tells_a_pass_a_stop_and_no_verdict_apart(canary):
 
 def test_summary_counts_the_goals_and_the_right_figure(canary):
     runs = [run('first', 'pass', 'pass'), run('first', 'pass', 'pass', trial=2),
-            run('good_recorded', 'pass', 'pass', wall=17.0), run('good_recorded', 'stop', 'pass', 2, ['ttft@1'], 18.0),
-            run('good_live', 'pass', 'pass', wall=34.0),
-            run('decode_2x', 'stop', 'stop', named=['tpot@1', 'throughput@1'], wall=33.0),
+            run('good_recorded', 'pass', 'pass', wall=17.0, ratios={'tpot@1': 1.1, 'throughput@1': 0.95}),
+            run('good_recorded', 'stop', 'pass', 2, ['ttft@1'], 18.0, {'ttft@1': 1.6, 'throughput@8': 0.9}),
+            run('good_live', 'pass', 'pass', wall=34.0, ratios={'tpot@4': 1.02}),
+            run('decode_2x', 'stop', 'stop', named=['tpot@1', 'throughput@1'], wall=33.0,
+                ratios={'tpot@1': 2.0, 'throughput@1': 0.5}),
             run('decode_2x', 'pass', 'stop', 2, wall=32.0),
             run('errors_5pct', 'stop', 'stop', named=['ttft@8']),
             run('collapse_above_4', 'stop', 'stop', named=['tpot@8', 'throughput@8']),
@@ -103,6 +105,8 @@ def test_summary_counts_the_goals_and_the_right_figure(canary):
     assert (summary['bad_stopped'], summary['bad_trials']) == (3, 5)
     assert (summary['good_stopped'], summary['good_trials']) == (1, 3)   # the first analysis is not counted
     assert summary['no_verdict'] == 1
+    # the good canaries' margin: the worst ratio of each figure (highest latency, lowest throughput), bad ones left out
+    assert summary['good_worst'] == {'tpot': 1.1, 'ttft': 1.6, 'throughput': 0.9}
     assert rows['decode_2x']['named'] == {'tpot@1': 1, 'throughput@1': 1}
     assert (rows['decode_2x']['right_named'], rows['errors_5pct']['right_named']) == (1, 0)
     assert rows['collapse_above_4']['right_named'] == 1 and rows['collapse_above_4']['no_verdict'] == 1
@@ -139,7 +143,9 @@ def test_module_defaults_are_the_modules_own(canary):
 def test_the_page_section_and_its_verdict(canary):
     runs = []
     for trial in (1, 2):
-        runs += [run('first', 'pass', 'pass', trial), run('good_recorded', 'pass', 'pass', trial, wall=17.0 + trial),
+        runs += [run('first', 'pass', 'pass', trial),
+                 run('good_recorded', 'pass', 'pass', trial, wall=17.0 + trial,
+                     ratios={'ttft@1': 1.02, 'tpot@8': 1.003, 'throughput@8': 0.998}),
                  run('answers_declared', 'pass', 'pass', trial),
                  run('decode_1_5x', 'stop', 'stop', trial, ['tpot@1', 'tpot@4'], 25.0 + trial),
                  run('answers_changed', 'stop', 'stop', trial, ['answers'])]
@@ -155,6 +161,8 @@ def test_the_page_section_and_its_verdict(canary):
             '(goal none: met).**') in lines
     assert ('**The analysis adds 18.5 s to the canary** (median wall of the 2 passing analyses of a good canary '
             'against its recorded baseline') in text
+    assert ("The good canaries' margin: their worst ratio to the baseline over every level and trial, ttft 1.02x "
+            "(at most 1.5x), tpot 1.00x (at most 1.25x), throughput 1.00x (at least 0.8x).") in text
     assert 'a change on 1 host takes 30.0 s' in text and 'the analysis is 0.62x of it' in text
     notes = canary.canary_notes(results(runs))
     assert notes[0] == ('Target (issue 26) every bad canary stopped: met (4 of 4 trials; decode_1_5x 2/2; '
