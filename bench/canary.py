@@ -23,7 +23,6 @@ answers), the module process's wall seconds.
 from __future__ import absolute_import, division, print_function
 
 import ast
-import importlib.util
 import json
 import os
 import shutil
@@ -43,7 +42,6 @@ __metaclass__ = type  # pylint: disable=invalid-name
 MODULE_PATH = REPO / "plugins" / "modules" / "sglang_canary.py"
 ANALYSIS_PATH = REPO / "plugins" / "module_utils" / "canary" / "analysis.py"
 MODULE = "ansible_collections.llmops.sglang.plugins.modules.sglang_canary"
-LAUNCHER = REPO / "tests" / "local" / "standin" / "standin_helpers.py"
 TRIALS = 5
 # Seconds per decoded token of the stand-ins (50 tokens/s per stream); a K2.6 host's own pace differs.
 PACE = 0.02
@@ -118,17 +116,10 @@ def module_defaults():
 
 def standin_launcher():
     """tests/local/standin/standin_helpers.py, the launcher `make local` starts its stand-ins with (make_venv, run,
-    Server: its own session on 127.0.0.1 and a free port, its whole process group killed at the end). Not a package:
-    loaded from its file; the stand-in's sources it puts on sys.path for the tests' pure-logic imports are taken off
-    again."""
-    before = list(sys.path)
-    spec = importlib.util.spec_from_file_location("standin_helpers", str(LAUNCHER))
-    helpers = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(helpers)
-    finally:
-        sys.path[:] = before
-    return helpers
+    Server: its own session on 127.0.0.1 and a free port, its whole process group killed at the end). run.py puts
+    tests/ on sys.path; importing it also puts the stand-in's sources there (for the local tests' pure imports)."""
+    from local.standin import standin_helpers  # pylint: disable=import-outside-toplevel
+    return standin_helpers
 
 
 def rollout_change_1(previous):
