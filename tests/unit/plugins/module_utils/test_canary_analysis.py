@@ -83,8 +83,8 @@ def test_no_baseline_judges_errors_and_answers_only():
     assert analysis.verdict([], 0, 10, 0.0, [], 'none')['passed']
     # the table shows no ratio and no rank test where there is nothing to compare with
     lines = analysis.report_lines(rows, analysis.verdict(rows, 0, 10, 0.0, [], 'none'), 0, 10, 0, 'none')
-    assert [line.split()[-4:] for line in lines[2:]] == [['-', '<=1.5x', '-', 'ok'], ['-', '<=1.25x', '-', 'ok'],
-                                                          ['-', '>=0.8x', '-', 'ok']]
+    expected = [['-', '<=1.5x', '-', 'ok'], ['-', '<=1.25x', '-', 'ok'], ['-', '>=0.8x', '-', 'ok']]
+    assert [line.split()[-4:] for line in lines[2:]] == expected
     assert not analysis.verdict([], 0, 0, 0.0, [], 'none')['passed']  # no load sent is no pass
 
 
