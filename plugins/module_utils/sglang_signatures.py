@@ -134,11 +134,13 @@ FATAL_SIGNATURES = (
               (Source('gcc (Triton builds its cuda_utils.c helper with #include <Python.h>)', None,
                       '%(file)s:%(line)d:%(col)d: fatal error: Python.h: No such file or directory'),)),
     # The family: a checkpoint's quantization config (format, type, strategy, scheme) that the installed
-    # compressed-tensors does not know, as CPython's enum words it, or that SGLang finds no scheme for.
+    # compressed-tensors does not know, as CPython's enum words it, or that SGLang finds no scheme for (a linear
+    # layer's, compressed_tensors.py:862, or a fused MoE's, :1004).
     Signature('compressed_tensors_too_old',
               re.compile(r"AttributeError:.*nvfp4_pack_quantized|is not a valid (?:CompressionFormat|QuantizationType|"
                          r"QuantizationStrategy|ActivationOrdering|DynamicType|QuantizationMetadata)\b|"
-                         r"Quantization scheme is not supported for |Unsupported FusedMoe scheme: "),
+                         r"Quantization scheme is not supported for |Unsupported FusedMoe scheme: |"
+                         r"No compressed-tensors compatible scheme was found"),
               'The checkpoint\'s quantization config uses a format or scheme that the installed compressed-tensors '
               '(or this SGLang on this GPU) does not know: install the version SGLang pins (%s pins '
               'compressed-tensors==%s; nvfp4-pack-quantized needs >= 0.10.0) in the server\'s venv; if it is already '
@@ -150,6 +152,8 @@ FATAL_SIGNATURES = (
                Source('layers/quantization/compressed_tensors/compressed_tensors.py', 423,
                       '"Quantization scheme is not supported for ",'),
                Source('layers/quantization/quark/quark.py', 791, '"Quantization scheme is not supported for "'),
+               Source('layers/quantization/compressed_tensors/compressed_tensors.py', 862,
+                      'raise NotImplementedError("No compressed-tensors compatible scheme was found.")'),
                Source('layers/quantization/compressed_tensors/compressed_tensors.py', 1004,
                       'f"Unsupported FusedMoe scheme: {weight_quant}, {input_quant}"'),
                Source('enum (CPython 3.11): a compressed-tensors without the member', None,

@@ -181,6 +181,7 @@ FAMILIES = {
     'port_in_use': [('entrypoints/engine.py', 1196, None), ('utils/network.py', 178, None),
                     ('utils/network.py', 103, None)],
     'compressed_tensors_too_old': [('layers/quantization/compressed_tensors/compressed_tensors.py', 1004, None),
+                                   ('layers/quantization/compressed_tensors/compressed_tensors.py', 862, None),
                                    ('layers/quantization/compressed_tensors/compressed_tensors.py', 423,
                                     {'min_capability': '100', 'capability': '90'})],
     'no_gpu': [('utils/common.py', 784, {'reason': 'nvidia-smi returned no GPU memory values.'}),

@@ -16,6 +16,8 @@ FATAL_LINES = [
     ('/tmp/tmpq3k1x9zd/cuda_utils.c:6:10: fatal error: Python.h: No such file or directory', 'python_headers'),
     ("AttributeError: type object 'CompressionFormat' has no attribute 'nvfp4_pack_quantized'", 'compressed_tensors_too_old'),
     ("ValueError: 'nvfp4-pack-quantized' is not a valid CompressionFormat", 'compressed_tensors_too_old'),
+    # layers/quantization/compressed_tensors/compressed_tensors.py:862, a linear layer no scheme fits (0.5.23)
+    ('NotImplementedError: No compressed-tensors compatible scheme was found.', 'compressed_tensors_too_old'),
     ('RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.', 'not_enough_memory'),
     ('[2026-05-30 14:39:28 TP2] Not enough memory. Please try to increase --mem-fraction-static.', 'not_enough_memory'),
     ('[2026-05-30 14:41:02 TP0] Capture cuda graph failed: CUDA out of memory. Tried to allocate 2.00 GiB', 'cuda_oom'),
