@@ -262,13 +262,18 @@ FATAL_SIGNATURES = (
               False,
               (Source('distributed/bootstrap.py', 445,
                       'msg = "The memory capacity is unbalanced. Some GPUs may be occupied by other processes. "'),)),
+    # The family: the memory budget a start computes for the KV cache (or a pool beside it: a hybrid model's state
+    # cache, its int8 checkpoint pool, the unified pool's worst-case request) is too small, or a batch ran out of it.
     Signature('not_enough_memory',
               re.compile(r'Not enough memory\. Please try to increase --mem-fraction-static|'
                          r'leaves? no (?:room for the full KV pool|GPU memory for the KV cache)|Not enough GPU memory for |'
                          r'\b(?:Prefill |Decode )?[Oo]ut of memory\. Try to lower your batch size|'
-                         r'alloc_req_slots runs out of memory'),
+                         r'alloc_req_slots runs out of memory|'
+                         r'Hybrid \(mamba/linear-attention\) state cache is too small to serve|HBM is free\. Lower |'
+                         r'cannot fit ONE worst-case request'),
               'GPU memory left for the KV cache is too small: raise --mem-fraction-static a little, lower --context-length, '
-              'or use more GPUs (--tp-size); when it happens while serving, lower --max-running-requests.',
+              'or use more GPUs (--tp-size); when it happens while serving, lower --max-running-requests. A pool beside '
+              'the KV cache (a hybrid model\'s state or checkpoint pool) names its own flags in the message: follow it.',
               False,
               (Source('model_executor/pool_configurator.py', 96, 'Not enough memory. Please try to increase --mem-fraction-static.'),
                Source('mem_cache/kv_cache_configurator.py', 3051, 'f"Loaded weights leave no GPU memory for the KV cache under "'),
@@ -276,6 +281,12 @@ FATAL_SIGNATURES = (
                Source('mem_cache/allocation.py', 345, '"alloc_req_slots runs out of memory. "'),
                Source('mem_cache/kv_cache_configurator.py', 3394,
                       'f"Not enough GPU memory for hybrid (mamba/linear-attention) state cache. "'),
+               Source('mem_cache/kv_cache_configurator.py', 3154,
+                      'f"Hybrid (mamba/linear-attention) state cache is too small to serve "'),
+               Source('mem_cache/mamba_checkpoint_pool.py', 359,
+                      'f"{free_bytes / GB:.2f}GB HBM is free. Lower --int8-mamba-ckpt-size "'),
+               Source('mem_cache/unified_memory_pool.py', 1564,
+                      'f"[unified-memory-pool] {factory}: byte budget {total_bytes} cannot fit "'),
                Source('model_executor/pool_configurator.py', 1027, '{fixed_swa_bytes / (1 << 30):.2f} GiB) leaves no room for the full '),
                Source('model_executor/pool_configurator.py', 1681, '{swa_fixed_bytes / (1 << 30):.2f} GB) leaves no room for the full '))),
     Signature('cuda_oom',

@@ -172,7 +172,9 @@ FAMILIES = {
         ('managers/data_parallel_controller.py', 1007, {'proc.exitcode': '1'})],
     'not_enough_memory': [
         ('model_executor/pool_configurator.py', 99, None), ('mem_cache/kv_cache_configurator.py', 3051, None),
-        ('model_executor/pool_configurator.py', 1026, None), ('mem_cache/allocation.py', 170, None)],
+        ('model_executor/pool_configurator.py', 1026, None), ('mem_cache/allocation.py', 170, None),
+        ('mem_cache/kv_cache_configurator.py', 3154, None), ('mem_cache/mamba_checkpoint_pool.py', 358, None),
+        ('mem_cache/unified_memory_pool.py', 1564, {'factory': 'init_unified_swa_pools'})],
     'gpu_memory_unbalanced': [('distributed/bootstrap.py', 450, None)],
     'checkpoint_incomplete': [
         ('model_loader/weight_utils.py', 802, {'index_file': '/models/Kimi-K2.6/model.safetensors.index.json',

@@ -20,6 +20,15 @@ FATAL_LINES = [
     ('NotImplementedError: No compressed-tensors compatible scheme was found.', 'compressed_tensors_too_old'),
     ('RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.', 'not_enough_memory'),
     ('[2026-05-30 14:39:28 TP2] Not enough memory. Please try to increase --mem-fraction-static.', 'not_enough_memory'),
+    # mem_cache/kv_cache_configurator.py:3154, mamba_checkpoint_pool.py:358, unified_memory_pool.py:1564 (0.5.23)
+    ('RuntimeError: Hybrid (mamba/linear-attention) state cache is too small to serve any requests. '
+     'max_mamba_cache_size=0, mamba_ratio=2, resulting max_num_reqs=0. Try: (1) reduce --max-running-requests, '
+     '(2) increase --mem-fraction-static, or (3) use GPUs with more memory.', 'not_enough_memory'),
+    ('RuntimeError: int8 mamba checkpoint pool needs ~12.34GB but only 3.10GB HBM is free. Lower '
+     '--int8-mamba-ckpt-size (currently 8) or --mem-fraction-static.', 'not_enough_memory'),
+    ('RuntimeError: [unified-memory-pool] init_unified_swa_pools: byte budget 123 cannot fit ONE worst-case request '
+     '(bs=1 floor 456 = full=400 + swa=56). A pool this size retract-livelocks at runtime. Raise --mem-fraction-static, '
+     'lower the model context length, or reduce reserved memory.', 'not_enough_memory'),
     ('[2026-05-30 14:41:02 TP0] Capture cuda graph failed: CUDA out of memory. Tried to allocate 2.00 GiB', 'cuda_oom'),
     ('Exception: Capture cuda graph failed: an illegal memory access was encountered', 'cuda_graph_failed'),
     ('torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 3 has a total capacity of 94.97 GiB',
