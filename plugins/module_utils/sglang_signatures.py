@@ -325,6 +325,18 @@ FATAL_SIGNATURES = (
                       'f"Capture cuda graph failed: {e}\\n{CUDA_GRAPH_CAPTURE_FAILED_MSG}"'),
                Source('speculative/frozen_kv_mtp_cuda_graph_runner.py', 198,
                       'f"Capture frozen-KV MTP cuda graph failed: {e}\\n"'))),
+    # While serving: the detokenizer keeps the decode state of at most SGLANG_DETOKENIZER_MAX_STATES requests
+    # (managers/detokenizer_manager.py:73, :155), evicting the oldest; a batch for an evicted request still in flight
+    # raises (:386), the event loop logs "DetokenizerManager hit an exception" (subprocess_exception, generic) and
+    # SIGQUITs the server (:564-569). Before watchdog_timeout: the HTTP health check's "couldn't get a response from
+    # detokenizer" that may follow is the cascade.
+    Signature('detokenizer_state_evicted',
+              re.compile(r'Decode status not found for request \S+\. It may be due to the request being evicted'),
+              'The detokenizer tracks at most SGLANG_DETOKENIZER_MAX_STATES requests in flight (default 65536) and '
+              'evicted one that was still running, which stopped the server: raise SGLANG_DETOKENIZER_MAX_STATES in '
+              'sglang_env, or lower --max-running-requests (or the router\'s concurrency for this worker).',
+              False,
+              (Source('managers/detokenizer_manager.py', 386, 'f"Decode status not found for request {rid}. "'),)),
     # The HTTP port's listening paths in 0.5.23 (entrypoints/http_server.py): one server (uvicorn.Server, the default:
     # uvicorn/server.py:190 logs asyncio's or uvloop's create_server error), --tokenizer-worker-num > 1 (uvicorn.run
     # with workers: uvicorn/config.py:605 logs socket.bind's error) and SO_REUSEPORT workers (http_server.py:2738 logs

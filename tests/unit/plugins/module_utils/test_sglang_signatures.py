@@ -227,6 +227,12 @@ REAL_0523_FATAL_LINES = [
      'local machine. Please set the option `trust_remote_code=True` to permit loading of this model.',
      'trust_remote_code'),
     ('Please pass the argument `trust_remote_code=True` to allow custom code to be run.', 'trust_remote_code'),
+    # managers/detokenizer_manager.py:386, raised in the detokenizer's event loop (the last line of the traceback that
+    # follows "DetokenizerManager hit an exception")
+    ('RuntimeError: Decode status not found for request 3f2a9c1e0b4d. It may be due to the request being evicted from '
+     'the decode status due to memory pressure. Please increase the maximum number of requests by setting the '
+     'SGLANG_DETOKENIZER_MAX_STATES environment variable to a bigger value than the default value. The current value '
+     'is 65536. For more details, see: https://github.com/sgl-project/sglang/issues/2812', 'detokenizer_state_evicted'),
 ]
 
 
@@ -304,3 +310,18 @@ def test_only_a_hard_watchdog_is_a_cause(line, name):
         assert '(Scheduler)' in hint and '--watchdog-timeout' in hint
         # on a systemd unit the release's py-spy dump fails (not on PATH): the hint says so and how to get one
         assert 'PATH' in hint and "venv's `py-spy dump` on the hung process" in hint
+
+
+def test_an_evicted_detokenizer_state_names_its_cause_not_the_cascade():
+    # The detokenizer's exception line is generic (its traceback names the cause), and the health check that stops
+    # hearing from the dead detokenizer is a cascade: the eviction row outranks both.
+    found, match = sig.match_fatal('[2026-05-30 14:39:05] DetokenizerManager hit an exception: Traceback (most recent '
+                                   'call last):')
+    assert found.name == 'subprocess_exception' and found.generic
+    found, match = sig.match_fatal('RuntimeError: Decode status not found for request 3f2a9c1e0b4d. It may be due to '
+                                   'the request being evicted from the decode status due to memory pressure.')
+    assert found.name == 'detokenizer_state_evicted' and not found.generic
+    assert 'SGLANG_DETOKENIZER_MAX_STATES' in sig.signature_hint(found, match)
+    assert sig.signature_priority('detokenizer_state_evicted') < sig.signature_priority('watchdog_timeout')
+    # a KeyError of another state dict is not this row
+    assert sig.match_fatal("KeyError: 'Decode status not found'") == (None, None)
