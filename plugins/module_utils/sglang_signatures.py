@@ -410,6 +410,20 @@ FATAL_SIGNATURES = (
               (Source('utils/watchdog.py', 154, 'f"{self.debug_name} watchdog timeout "'),
                Source('entrypoints/http_server.py', 793,
                       'f"Health check failed. Server couldn\'t get a response from detokenizer for last "'))),
+    # models/registry.py:117-133 imports every model module and only warns when one fails to import, dropping that
+    # architecture: the start then refuses it (registry.py:64 "are not supported for now") or falls back to the
+    # Transformers implementation through the checkpoint's auto_map. The warning names the real cause, the error that
+    # follows does not. Only K2.6's own modules (kimi_k25 imports deepseek_v2 and kimi_vl_moonvit; kimi_k25_eagle3 is
+    # its EAGLE3 draft): other models' optional dependencies warn at every start, which is no failure. The last
+    # specific row, since SGLang carries on past it: any other specific cause of the same run names it first.
+    Signature('model_class_import_failed',
+              re.compile(r'Ignore import error when loading sglang\.srt\.models\.'
+                         r'(?P<module>kimi_k25_eagle3|kimi_k25|kimi_vl_moonvit|deepseek_v2): (?P<error>.*)'),
+              'SGLang could not import its own implementation of the served model (sglang.srt.models.{module}: {error}), '
+              'so the start refused the architecture or fell back to the much slower Transformers implementation: '
+              'install what is missing into the server\'s venv (the SGLang extra, or the kernel build for this GPU).',
+              False,
+              (Source('models/registry.py', 132, 'logger.warning(f"Ignore import error when loading {name}: {e}")'),)),
     # Generic markers: they say that something failed, the cause is elsewhere.
     Signature('scheduler_died',
               re.compile(r'scheduler died during initialization|scheduler is dead'),

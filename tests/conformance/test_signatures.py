@@ -60,6 +60,8 @@ SAMPLES = {
 ROW_SAMPLES = {
     'scheduler_oom_killed': {'proc.exitcode': '-9'},
     'subprocess_crashed': {'proc.exitcode': '-9'},
+    # the flash_attn.cute import K2.6's vision tower needs (seed 003 on CT200)
+    'model_class_import_failed': {'name': 'sglang.srt.models.kimi_k25', 'e': "No module named 'flash_attn.cute'"},
 }
 PREFIXES = ('[%(asctime)s TP3] ', '[%(asctime)s] ', '')
 

@@ -325,3 +325,32 @@ def test_an_evicted_detokenizer_state_names_its_cause_not_the_cascade():
     assert sig.signature_priority('detokenizer_state_evicted') < sig.signature_priority('watchdog_timeout')
     # a KeyError of another state dict is not this row
     assert sig.match_fatal("KeyError: 'Decode status not found'") == (None, None)
+
+
+# models/registry.py:132 (0.5.23) warns for any model module that fails to import and drops its architecture: only
+# K2.6's own modules name a cause, another model's optional dependency warns at every start.
+@pytest.mark.parametrize('line,module', [
+    ("[2026-05-30 14:39:05 TP3] Ignore import error when loading sglang.srt.models.kimi_k25: No module named "
+     "'flash_attn.cute'", 'kimi_k25'),
+    ("[2026-05-30 14:39:05 TP0] Ignore import error when loading sglang.srt.models.deepseek_v2: cannot import name "
+     "'fused_marlin_moe' from 'sgl_kernel'", 'deepseek_v2'),
+    ("[2026-05-30 14:39:05 TP0] Ignore import error when loading sglang.srt.models.kimi_k25_eagle3: No module named "
+     "'flash_attn.cute'", 'kimi_k25_eagle3'),
+    ("[2026-05-30 14:39:05 TP0] Ignore import error when loading sglang.srt.models.qwen3_vl: No module named 'decord'",
+     None),
+    ("[2026-05-30 14:39:05 TP0] Ignore import error when loading sglang.srt.models.deepseek_v2_extra: No module named "
+     "'x'", None),
+    ("[2026-05-30 14:39:05] Ignore import error when loading sglang.srt.multimodal.processors.kimi_k25: No module "
+     "named 'decord'", None),
+])
+def test_only_k26s_own_model_modules_failing_to_import_name_a_cause(line, module):
+    found, match = sig.match_fatal(line)
+    if module is None:
+        assert (found, match) == (None, None), line
+        return
+    assert found.name == 'model_class_import_failed' and not found.generic
+    hint = sig.signature_hint(found, match)
+    assert 'sglang.srt.models.%s: ' % module in hint and match.group('error') in hint
+    # SGLang carries on past the warning: every other specific row of the same run names the cause first
+    assert all(sig.signature_priority(row.name) < sig.signature_priority('model_class_import_failed')
+               for row in sig.FATAL_SIGNATURES if not row.generic and row.name != 'model_class_import_failed')
