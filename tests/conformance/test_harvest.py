@@ -178,6 +178,16 @@ FAMILIES = {
     'detokenizer_state_evicted': [('managers/detokenizer_manager.py', 386,
                                    {'rid': '3f2a9c1e0b4d', 'DETOKENIZER_MAX_STATES': '65536'})],
     'gpu_memory_unbalanced': [('distributed/bootstrap.py', 450, None)],
+    # SGLang's own "please install": fp4_gemm of the compressed-tensors NVFP4 linear scheme, the sglang-kernel check
+    # of every CUDA start (entrypoints/engine.py:1962), a loader's optional package
+    'missing_package': [
+        ('layers/quantization/modelopt_quant.py', 163, None),
+        ('utils/common.py', 2430, {'pkg': 'sglang-kernel', 'installed_version': '0.4.1', 'min_version': '0.4.9',
+                                   'message': 'Please reinstall the latest version with `pip install sglang-kernel '
+                                              '--force-reinstall`'}),
+        ('utils/common.py', 2435, {'pkg': 'sglang-kernel', 'min_version': '0.4.9', 'message': 'Please reinstall the '
+                                   'latest version with `pip install sglang-kernel --force-reinstall`'}),
+        ('model_loader/weight_utils.py', 1280, None)],
     'checkpoint_incomplete': [
         ('model_loader/weight_utils.py', 802, {'index_file': '/models/Kimi-K2.6/model.safetensors.index.json',
                                                'hf_folder': '/models/Kimi-K2.6'}),

@@ -24,7 +24,7 @@ import tempfile
 import pytest
 
 import sglang_release
-from citations import PACKAGE_FILE, SGLANG_FILE, is_file, rows, source_lines, string_at
+from citations import PACKAGE_FILE, SGLANG_FILE, is_file, rows, source_lines, string_at, tree
 from ansible_collections.llmops.sglang.plugins.module_utils import sglang_signatures as table
 from ansible_collections.llmops.sglang.plugins.module_utils.wait.journal_digest import JournalDigest
 from ansible_collections.llmops.sglang.plugins.module_utils.host.systemd_props import JournalEntry
@@ -64,6 +64,9 @@ ROW_SAMPLES = {
     'model_class_import_failed': {'name': 'sglang.srt.models.kimi_k25', 'e': "No module named 'flash_attn.cute'"},
 }
 PREFIXES = ('[%(asctime)s TP3] ', '[%(asctime)s] ', '')
+# Rows that read only the last line of a traceback, never a logged record (the same words logged are warnings SGLang
+# carries on past): each of their sources is the message of a `raise`, rendered as that line ("ImportError: ...").
+TRACEBACK_ROWS = ('missing_package',)
 
 
 def _sample(expr, samples, spec):
@@ -162,9 +165,19 @@ def _rendered_variants(kind, row, source):
     if source.origin == 'layers/quantization/compressed_tensors/utils.py':
         return [[line] for line in _compressed_tensors_too_old()]  # what this line raises with an old compressed-tensors
     message = render(source.origin, source.line, row.name)
+    if row.name in TRACEBACK_ROWS:
+        return [['%s: %s' % (_raised_at(source.origin, source.line), message.split('\n', 1)[0])]]
     if source.origin.startswith('uvicorn=='):
         return [[_uvicorn_prefix('INFO') + message.split('\n', 1)[0]]]
     return prefixed(message)
+
+
+def _raised_at(origin, line):
+    """The name of the exception that the raise statement spanning the cited line raises."""
+    for node in ast.walk(tree(origin)):
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.lineno <= line <= node.end_lineno:
+            return ast.unparse(node.exc.func).split('.')[-1]
+    raise AssertionError('%s:%d is in no raise statement' % (origin, line))
 
 
 def _uvicorn_prefix(level):

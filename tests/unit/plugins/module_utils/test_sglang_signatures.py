@@ -354,3 +354,32 @@ def test_only_k26s_own_model_modules_failing_to_import_name_a_cause(line, module
     # SGLang carries on past the warning: every other specific row of the same run names the cause first
     assert all(sig.signature_priority(row.name) < sig.signature_priority('model_class_import_failed')
                for row in sig.FATAL_SIGNATURES if not row.generic and row.name != 'model_class_import_failed')
+
+
+# SGLang's own "please install" texts (0.5.23): the last line of the traceback of the exception it raises, never the
+# same words in a logged record (warnings SGLang carries on past).
+@pytest.mark.parametrize('line,name', [
+    # layers/quantization/modelopt_quant.py:163, fp4_gemm of the compressed-tensors NVFP4 linear scheme
+    ("RuntimeError: NVFP4 GEMM requires flashinfer's mm_fp4; please install flashinfer.", 'missing_package'),
+    # utils/common.py:2430 and :2435, the sglang-kernel check of every CUDA start (entrypoints/engine.py:1962)
+    ('Exception: sglang-kernel is installed with version 0.4.1, which is less than the minimum required version 0.4.9. '
+     'Please reinstall the latest version with `pip install sglang-kernel --force-reinstall`', 'missing_package'),
+    ('Exception: sglang-kernel with minimum required version 0.4.9 is not installed. Please reinstall the latest version '
+     'with `pip install sglang-kernel --force-reinstall`', 'missing_package'),
+    # model_loader/weight_utils.py:1280
+    ('ImportError: Please install fastsafetensors via `pip install fastsafetensors`', 'missing_package'),
+    # the import system's own words stay missing_module, which names the module
+    ("ModuleNotFoundError: No module named 'flashinfer'", 'missing_module'),
+    # look-alikes: warnings logged at a start that goes on
+    ('[2026-05-30 14:39:05 TP0] Ignore import error when loading sglang.srt.models.deepseek_vl2: Please install timm', None),
+    ('[2026-05-30 14:39:05] torchaudio is not installed; audio inputs will fail at request time', None),
+    ('[2026-05-30 14:39:05] enable_memory_saver is enabled, but torch-memory-saver is not installed. Please install it '
+     'via `pip3 install torch-memory-saver`. ', None),
+    ("/venv/lib/python3.11/site-packages/x.py:12: UserWarning: x is not installed, please install it", None),
+])
+def test_sglangs_own_install_texts_are_missing_package(line, name):
+    found, match = sig.match_fatal(line)
+    assert (found and found.name) == name, line
+    if name == 'missing_package':
+        assert "server's venv" in sig.signature_hint(found, match) and not found.generic
+        assert sig.signature_priority('missing_module') < sig.signature_priority('missing_package')
