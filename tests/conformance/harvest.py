@@ -400,6 +400,10 @@ REQUEST_PATHS = ('entrypoints/openai/', 'managers/io_struct.py', 'managers/token
                  'entrypoints/http_server.py:[http_server] Error', 'entrypoints/systemone/', 'entrypoints/harmony_utils.py',
                  'entrypoints/search/', 'entrypoints/context.py', 'managers/kv_hints.py',
                  'managers/scheduler_components/internal_state.py')
+NON_FATAL = ('continu', 'Continu', 'Falling back', 'falling back', 'retrying', 'skipping', 'ignored', 'Ignored',
+             'This is normal', 'It is expected', 'Failed to stop', 'Failed to release', 'cleanly', 'cleanup',
+             'Failed to abort', 'Failed to merge', 'Failed to snapshot', 'Failed to pickle', 'Dumping requests',
+             'Dumped ', 'Succeeded')
 # The scheduler's result processing: its errors logged for one request are that request's, but nothing between it and
 # run_scheduler_process (managers/scheduler.py:6370) catches what it raises, so a raise there is an invariant of
 # SGLang's that kills the server, not a request's refusal.
@@ -436,10 +440,6 @@ def quant_shared_functions():
         if names & functions:
             out[path] = frozenset(names & functions)
     return out
-NON_FATAL = ('continu', 'Continu', 'Falling back', 'falling back', 'retrying', 'skipping', 'ignored', 'Ignored',
-             'This is normal', 'It is expected', 'Failed to stop', 'Failed to release', 'cleanly', 'cleanup',
-             'Failed to abort', 'Failed to merge', 'Failed to snapshot', 'Failed to pickle', 'Dumping requests',
-             'Dumped ', 'Succeeded')
 
 
 def suggest(entry, signatures):

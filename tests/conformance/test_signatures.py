@@ -176,7 +176,7 @@ def _raised_at(origin, line):
     """The name of the exception that the raise statement spanning the cited line raises."""
     for node in ast.walk(tree(origin)):
         if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.lineno <= line <= node.end_lineno:
-            return ast.unparse(node.exc.func).split('.')[-1]
+            return ast.unparse(node.exc.func).rsplit('.', maxsplit=1)[-1]
     raise AssertionError('%s:%d is in no raise statement' % (origin, line))
 
 
