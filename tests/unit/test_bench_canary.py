@@ -8,33 +8,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
-import sys
-
-import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-@pytest.fixture
-def canary():
-    sys.path[:0] = [ROOT, os.path.join(ROOT, 'tests')]
-    try:
-        from bench import canary as module  # pylint: disable=import-outside-toplevel
-    finally:
-        del sys.path[:2]
-    return module
-
-
-@pytest.fixture
-def cli():
-    sys.path[:0] = [ROOT, os.path.join(ROOT, 'tests')]
-    try:
-        from bench import cli as module  # pylint: disable=import-outside-toplevel
-    finally:
-        del sys.path[:2]
-    return module
-
 
 def row(level, figure, failed=False, ratio=1.0):
     return {'level': level, 'figure': figure, 'canary': 10.0 * ratio, 'baseline': 10.0, 'ratio': ratio,

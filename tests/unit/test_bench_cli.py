@@ -7,22 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
-import sys
-
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-@pytest.fixture
-def cli():
-    sys.path[:0] = [ROOT, os.path.join(ROOT, 'tests')]
-    try:
-        from bench import cli as module  # pylint: disable=import-outside-toplevel
-    finally:
-        del sys.path[:2]
-    return module
 
 
 def fail(error):

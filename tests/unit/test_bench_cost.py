@@ -10,31 +10,10 @@ __metaclass__ = type
 
 import importlib.util
 import os
-import sys
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-@pytest.fixture
-def cost():
-    sys.path[:0] = [ROOT, os.path.join(ROOT, 'tests')]
-    try:
-        from bench import cost as module  # pylint: disable=import-outside-toplevel
-    finally:
-        del sys.path[:2]
-    return module
-
-
-@pytest.fixture
-def cli():
-    sys.path[:0] = [ROOT, os.path.join(ROOT, 'tests')]
-    try:
-        from bench import cli as module  # pylint: disable=import-outside-toplevel
-    finally:
-        del sys.path[:2]
-    return module
 
 
 def run(tree, scenario, round_index=0, rc=0, wall=10.0, controller=5.0, hosts=2.0, tasks=40, modules=20):
