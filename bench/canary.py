@@ -26,7 +26,6 @@ import ast
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,7 +34,7 @@ import time
 
 import yaml
 
-from .common import COLLECTIONS, MODEL_NAME, REPO, log
+from .common import COLLECTIONS, MODEL_NAME, REPO, log, median
 
 __metaclass__ = type  # pylint: disable=invalid-name
 
@@ -83,11 +82,6 @@ ROLLOUT_SCENARIO = "change on 1 of 1"
 ROLLOUT_PLAYBOOK = "new"
 # How analysis.verdict() begins a failed figure's sentence (analysis.FIGURE_NAMES).
 FIGURE_SENTENCES = ("time to first token at ", "time per output token at ", "throughput at ")
-
-
-def median(values):
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
 
 
 def literal(path, names):

@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -43,6 +44,12 @@ SCENARIOS = ("ready", "crash", "crash_loop", "hang")
 WAITER_STALL_TIMEOUT = 15.0
 WAITER_TIMEOUT = 150.0
 LOOP_CAP = [75.0]
+
+
+def median(values):
+    """The median of the values that are there (None left out), or None."""
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
 
 
 def log(message):

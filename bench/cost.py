@@ -32,14 +32,13 @@ import json
 import os
 import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from .common import BENCH, REPO, ansible_env, log, recap, run_playbook
+from .common import BENCH, REPO, ansible_env, log, median, recap, run_playbook
 from .hosts import BenchFleet
 
 __metaclass__ = type  # pylint: disable=invalid-name
@@ -66,11 +65,6 @@ TOLERANCE = 0.10
 def order(round_index):
     """Which tree runs first in a round: base in even rounds, new in odd ones (ABBA)."""
     return TREES if round_index % 2 == 0 else tuple(reversed(TREES))
-
-
-def median(values):
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
 
 
 def ratio(new, base):
