@@ -10,7 +10,10 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.llmops.sglang.plugins.module_utils.fleet_defaults import DEFAULT_INSTANCES
 from ansible_collections.llmops.sglang.plugins.module_utils.monitoring.fleet_report import format_table
+from ansible_collections.llmops.sglang.plugins.module_utils.router.router_rotation import worker_url
+from ansible_collections.llmops.sglang.plugins.module_utils.rollout.canary_peers import baseline_lines, canary_baselines
 from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_plan import (
     COLUMNS,
     decide,
@@ -69,6 +72,37 @@ def sglang_rollout_order(hosts, hostvars, serial):
         raise AnsibleFilterError(str(exc))
 
 
+def _peer_facts(host, values):
+    """What canary_peers.canary_baselines reads of one host's hostvars (the plan play's facts)."""
+    address = values.get('sglang_router_worker_address') or values.get('ansible_host') or host
+    urls = dict(('%s.service' % instance.get('name'), worker_url(address, instance.get('port', 30000)))
+                for instance in values.get('k26_instances') or DEFAULT_INSTANCES)
+    return {'class': values.get('k26_box_class') or values.get('sglang_hardware_profile') or 'none',
+            'plans': values.get('k26_plan') or {}, 'wants': values.get('sglang_plan_desired') or {},
+            'observed': values.get('__k26_observed') or {}, 'listen': values.get('sglang_host'),
+            'api_key': values.get('sglang_api_key') or None, 'url': urls}
+
+
+def sglang_canary_baselines(rollout, hostvars, mode='peer'):
+    """Filter: sglang_rollout_order's result + hostvars (+ k26_canary_baseline) -> {canary host: {unit: {host, url}
+    or {why}}}: each canary instance's live baseline (module_utils/rollout/canary_peers.py)."""
+    order = list((rollout or {}).get('hosts') or [])
+    first = ((rollout or {}).get('batches') or [0])[0]
+    facts = dict((host, _peer_facts(host, hostvars[host] if host in hostvars else {})) for host in order)
+    # only canaries the role will analyse (sglang_canary_analysis: canary, its default, or always)
+    canaries = [host for host in order[:first]
+                if (hostvars[host] if host in hostvars else {}).get('sglang_canary_analysis', 'canary') != 'never']
+    try:
+        return canary_baselines(canaries, order[first:], facts, mode)
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+def sglang_canary_baseline_lines(baselines):
+    """Filter: sglang_canary_baselines' result -> what the plan prints of it."""
+    return baseline_lines(dict(baselines or {}))
+
+
 class FilterModule(object):
     """llmops.sglang rollout plan."""
 
@@ -79,4 +113,6 @@ class FilterModule(object):
             'sglang_plan_route': sglang_plan_route,
             'sglang_plan_table': sglang_plan_table,
             'sglang_rollout_order': sglang_rollout_order,
+            'sglang_canary_baselines': sglang_canary_baselines,
+            'sglang_canary_baseline_lines': sglang_canary_baseline_lines,
         }
