@@ -25,7 +25,10 @@ description:
     more than O(floors) milliseconds."
   - "The baseline: a live instance on the old configuration (O(baseline_url)), measured in the same window (rounds
     alternate); else the figures recorded at this instance's last passed analysis (O(record_file)); else none, and
-    only the errors and the answers are judged."
+    only the errors and the answers are judged. A live baseline first gets up to 30 s to finish other clients'
+    requests; one that fails a request, or generates tokens for other clients during the window (its
+    C(sglang:generation_tokens_total) against what the analysis asked of it), is set aside for the recorded figures,
+    and the table says why."
   - "Errors fail on their own (O(thresholds).errors, default none). Each golden answer must equal the last verified
     one (or the live baseline's), unless O(answers=changed) declares that this deploy changes answers; what a prompt
     declares in O(prompts) (C(expect), C(reasoning)) is always checked."
@@ -62,7 +65,10 @@ options:
     description: Bearer token of the canary and of the baseline.
     type: str
   baseline_url:
-    description: Base URL of an instance of the same box class still on the old configuration, measured side by side.
+    description:
+      - Base URL of an instance of the same box class still on the old configuration, measured side by side.
+      - The server role passes the peer that C(playbooks/deploy_k26.yml)'s plan chose, out of the routers for the window.
+        An instance that serves other clients meanwhile is no yardstick (see the description).
     type: str
   record_file:
     description: Where the figures and answers of the last passed analysis are kept (a root-only directory).

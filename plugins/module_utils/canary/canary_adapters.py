@@ -15,7 +15,7 @@ import threading
 import time
 import traceback
 
-from ansible_collections.llmops.sglang.plugins.module_utils.canary.stream import chat_body, error_text, sample
+from ansible_collections.llmops.sglang.plugins.module_utils.canary.stream import chat_body, error_text, in_flight, sample
 from ansible_collections.llmops.sglang.plugins.module_utils.host.file_adapters import read_file, write_file
 
 REQUESTS_IMP_ERR = None
@@ -75,6 +75,16 @@ class Endpoint(object):
         except requests.exceptions.RequestException as exc:
             return sample(start, events, time.monotonic(), status, 'request error: %s' % exc.__class__.__name__)
         return sample(start, events, time.monotonic(), status)
+
+    def settle(self, seconds=30.0, every=1.0):
+        """Wait (bounded) until the server holds no request of other clients; the count still held at the end
+        (0: idle; None: its /metrics cannot say). The role took a live baseline out of the routers just before."""
+        deadline = time.monotonic() + seconds
+        while True:
+            held = in_flight(self.metrics())
+            if not held or time.monotonic() >= deadline:
+                return held
+            time.sleep(every)
 
     def metrics(self):
         """/metrics text, or None (no --enable-metrics, or not reachable)."""

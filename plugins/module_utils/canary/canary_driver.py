@@ -12,7 +12,7 @@ __metaclass__ = type
 from ansible_collections.llmops.sglang.plugins.module_utils.canary import analysis
 from ansible_collections.llmops.sglang.plugins.module_utils.canary.stream import metric_total
 
-GENERATION_TOKENS = 'sglang:generation_tokens_total'  # 0.5.23 srt/metrics/collector.py (stand-in metrics.py:44)
+GENERATION_TOKENS = 'sglang:generation_tokens_total'  # 0.5.23 srt/observability/metrics_collector.py:1861 (stand-in metrics.py:44)
 
 
 def requests_at(level, prompts):
@@ -45,6 +45,30 @@ def _levels(endpoint, run_level, prompts, opts, tally):
     return figures
 
 
+def foreign_tokens(before, after, ours):
+    """Tokens the baseline generated during the window for other clients, or None when its /metrics cannot say."""
+    totals = [metric_total(text, GENERATION_TOKENS) for text in (before, after)]
+    if None in totals:
+        return None
+    return max(0, int(round(totals[1] - totals[0] - ours)))
+
+
+def live_problem(baseline, tally, held, before, after):
+    """Why the live baseline's figures are no yardstick (' (...)', appended to the baseline's name), or ''."""
+    if baseline is None:
+        return ''
+    if tally['errors']:
+        return ' (the live baseline %s failed %d of %d requests, first: %s)' % (
+            baseline.url, tally['errors'], tally['requests'], (tally['examples'] or ['?'])[0])
+    foreign = foreign_tokens(before, after, tally['tokens'])
+    # one foreign request's worth: a real client's answer is longer than a few tokens; rounding of the counters is not
+    if foreign is not None and foreign > max(4, tally['tokens'] // 100):
+        return (' (the live baseline %s generated %d tokens for other clients during the window%s: its figures were '
+                'measured under another load)' % (baseline.url, foreign,
+                                                  ', %d of their requests still in flight when it began' % held if held else ''))
+    return ''
+
+
 def analyse(opts, canary, baseline, run_level, recorded, now):
     """opts: the module's options (checked); canary/baseline: endpoints (baseline None: none live); recorded: the
     record read from opts' baseline file, or None. Returns the result: passed, failures, rows, report, record."""
@@ -55,6 +79,10 @@ def analyse(opts, canary, baseline, run_level, recorded, now):
     tally = {'requests': 0, 'errors': 0, 'tokens': 0, 'examples': []}
     live_tally = {'requests': 0, 'errors': 0, 'tokens': 0, 'examples': []}
     answers, live_answers, canary_rounds, live_rounds = {}, {}, [], []
+    # The baseline's requests of other clients in flight end first (behind routers the role took it out of them), and
+    # its /metrics before and after show whether anyone else was served during the window (foreign_tokens).
+    held = baseline.settle() if baseline is not None else None
+    live_before = baseline.metrics() if baseline is not None else None
     before = canary.metrics()
     for index in range(opts['rounds']):
         _golden(canary, run_level, prompts, opts, answers, tally)
@@ -64,15 +92,17 @@ def analyse(opts, canary, baseline, run_level, recorded, now):
         if baseline is not None:
             live_rounds.append(_levels(baseline, run_level, prompts, opts, live_tally))
     after = canary.metrics()
+    live_after = baseline.metrics() if baseline is not None else None
     figures = analysis.rounds_by_level(canary_rounds)
     saved = analysis.usable_baseline(recorded, key)
-    # A live baseline that failed a request is no yardstick (its figures would flatter or fail the canary): the
-    # recorded figures stand in, and the report says why.
-    live_failed = baseline is not None and live_tally['errors'] > 0
-    note = (' (the live baseline %s failed %d of %d requests, first: %s)' % (
-        baseline.url, live_tally['errors'], live_tally['requests'], (live_tally['examples'] or ['?'])[0])) if live_failed else ''
+    # A live baseline that failed a request, or served other clients during the window, is no yardstick (its figures
+    # would flatter or fail the canary): the recorded figures stand in, and the report says why.
+    note = live_problem(baseline, live_tally, held, live_before, live_after)
+    live_failed = bool(note)
     if baseline is not None and not live_failed:
-        kind, reference_figures = 'live, %s' % baseline.url, analysis.rounds_by_level(live_rounds)
+        unchecked = foreign_tokens(live_before, live_after, live_tally['tokens']) is None
+        kind = 'live, %s%s' % (baseline.url, ' (its load by other clients unknown: no /metrics)' if unchecked else '')
+        reference_figures = analysis.rounds_by_level(live_rounds)
     elif saved:
         kind, reference_figures = 'recorded %s%s' % (recorded.get('recorded', '?'), note), saved
     else:

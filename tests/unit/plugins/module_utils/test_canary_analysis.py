@@ -202,6 +202,18 @@ class FakeServer(object):
     def metrics(self):
         return 'sglang:generation_tokens_total{is_streaming="true"} %s\n' % self.tokens if self.with_metrics else None
 
+    def settle(self):
+        self.settled = True
+        return 0 if self.with_metrics else None
+
+
+class BusyServer(FakeServer):
+    """A live baseline that other clients load during the window (a peer still in a router's rotation)."""
+
+    def metrics(self):
+        self.tokens += 500   # another client's answers between two reads
+        return FakeServer.metrics(self)
+
 
 def fake_run_level(endpoint, prompts, model, concurrency, count, max_tokens, fixed):
     results = []
@@ -265,3 +277,28 @@ def test_driver_does_not_take_a_failing_live_baseline_as_its_yardstick():
     result = canary_driver.analyse(OPTS, FakeServer('c'), broken, fake_run_level, first, 'T2')
     assert result['passed'] and result['baseline'].startswith('recorded T (the live baseline http://b:1 failed ')
     assert all(row['baseline'] is not None for row in result['rows'])
+
+
+def test_driver_sets_aside_a_live_baseline_that_served_other_clients_in_the_window():
+    first = canary_driver.analyse(OPTS, FakeServer('c'), None, fake_run_level, None, 'T')['record']
+    busy = BusyServer('http://b:1')
+    result = canary_driver.analyse(OPTS, FakeServer('c'), busy, fake_run_level, first, 'T2')
+    assert busy.settled and busy.sent == 32   # it was asked, settled first, and measured
+    assert result['passed'] and result['baseline'].startswith(
+        'recorded T (the live baseline http://b:1 generated 500 tokens for other clients during the window')
+    # with no recorded figures either, nothing stands in: errors and answers only, and the report says why
+    alone = canary_driver.analyse(OPTS, FakeServer('c'), BusyServer('http://b:1'), fake_run_level, None, 'T')
+    assert alone['baseline'].startswith('none (the first analysis of this instance) (the live baseline http://b:1 generated')
+
+
+def test_driver_says_when_it_cannot_tell_whether_others_loaded_the_live_baseline():
+    result = canary_driver.analyse(OPTS, FakeServer('c'), FakeServer('http://b:1', metrics=False), fake_run_level, None, 'T')
+    assert result['baseline'] == 'live, http://b:1 (its load by other clients unknown: no /metrics)'
+
+
+def test_foreign_tokens_and_in_flight_read_0_5_23_metrics():
+    assert canary_driver.foreign_tokens('sglang:generation_tokens_total 10\n', 'sglang:generation_tokens_total 70\n', 60) == 0
+    assert canary_driver.foreign_tokens('sglang:generation_tokens_total 10\n', 'sglang:generation_tokens_total 99\n', 60) == 29
+    assert canary_driver.foreign_tokens(None, 'sglang:generation_tokens_total 99\n', 60) is None
+    text = 'sglang:num_running_reqs{tp_rank="0"} 2.0\nsglang:num_queue_reqs{tp_rank="0"} 1.0\n'
+    assert stream.in_flight(text) == 3 and stream.in_flight('') is None
