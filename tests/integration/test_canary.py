@@ -30,17 +30,27 @@ GOOD_ENV = {'SGLANG_STANDIN_PACE': '0.02', 'SGLANG_STANDIN_GPU': 'rtx_pro_6000',
             'SGLANG_STANDIN_STATE_DIR': '/var/lib/sglang/sglang-k26', 'SGLANG_STANDIN_TOKEN_SECONDS': '0.02'}
 CANARY = {'concurrency': [1, 8], 'rounds': 3, 'max_tokens': 16, 'floors': {'tpot': 5, 'ttft': 200}}
 ROLLOUT_PLAY = 'PLAY [Roll out the restarts of Kimi K2.6]'
+API_KEY = 'sk-canary-it-40f1'
 
 
 def deploy(fleet, hosts, env=None, canary=None, **extra):
     extra_vars = dict(sglang_env=env or GOOD_ENV, sglang_canary=canary or CANARY, sglang_canary_analysis='canary',
-                      sglang_api_key='sk-canary-it-40f1', k26_hosts=','.join(h.name for h in hosts), k26_serial=[1, 1])
+                      sglang_api_key=API_KEY, k26_hosts=','.join(h.name for h in hosts), k26_serial=[1, 1])
     extra_vars.update(extra)
     return fleet.playbook('playbooks/deploy_k26.yml', extra_vars, extra_args=['-i', local_groups_inventory()])
 
 
 def invocation(fleet, host):
     return fleet.run(host, 'systemctl show -p InvocationID --value %s' % UNIT, check=True).stdout.strip()
+
+
+def generated_tokens(fleet, host):
+    """The server's own sglang:generation_tokens_total (0.5.23's counter; the stand-in's /metrics)."""
+    text = fleet.run(host, "python3 -c \"import urllib.request; print(urllib.request.urlopen(urllib.request.Request("
+                           "'http://127.0.0.1:30001/metrics', headers={'Authorization': 'Bearer %s'})).read().decode())\""
+                     % API_KEY, check=True).stdout
+    return sum(float(line.rsplit(None, 1)[-1]) for line in text.splitlines()
+               if line.startswith('sglang:generation_tokens_total'))
 
 
 def batches(output):
@@ -150,3 +160,39 @@ def test_an_answer_change_the_operator_declares_passes(canary_fleet):
     again = deploy(fleet, hosts, env=env)
     assert again.rc == 0 and set(re.findall(r'changed=(\d+)', again.stdout)) == {'0'}, again
     assert 'canary analysis:' not in again.stdout
+
+
+def test_a_live_peer_on_the_old_configuration_is_the_baseline(canary_fleet):
+    """The plan chooses the host after the canary (same box class, same old configuration, listening beyond loopback)
+    as the canary's live baseline and prints it; the analysis measures both in the same window. A bad change is
+    stopped against it, a good one passes against it."""
+    fleet, hosts, canary, other = canary_fleet
+    reachable = dict(sglang_host='0.0.0.0')
+    peer_url = 'http://%s:30001' % other.address
+    # 1. Both move off loopback: the chosen peer still listens on loopback (its old configuration) and answers
+    #    nothing: the analysis sets it aside for the recorded figures and says why.
+    result = deploy(fleet, hosts, **reachable)
+    assert result.rc == 0, result
+    flat = ' '.join(analysis_table(result.stdout).split())
+    assert 'canary analysis: passed (baseline: recorded ' in flat and '(the live baseline %s failed ' % peer_url in flat, flat
+    # 2. A decode 2x slower: stopped against the live peer, which stays untouched.
+    before, served = invocation(fleet, other), generated_tokens(fleet, other)
+    result = deploy(fleet, hosts, env=dict(GOOD_ENV, SGLANG_STANDIN_FAULT='decode_slowdown=2'), **reachable)
+    output = ' '.join(result.stdout.split())
+    assert 'canary %s %s: live baseline %s (%s: the same box class and old configuration)' % (
+        canary.name, UNIT, other.name, peer_url) in output, result.stdout[-6000:]
+    assert result.rc != 0 and batches(result.stdout) == [[canary.name]], result.stdout[-6000:]
+    table = ' '.join(analysis_table(result.stdout).split())
+    assert 'canary analysis: FAILED (baseline: live, %s;' % peer_url in table, table
+    assert 'time per output token at concurrency 1' in table, table
+    assert invocation(fleet, other) == before
+    # the peer was measured (nothing else sends it requests here): its own counter moved by at least the levels' tokens
+    assert generated_tokens(fleet, other) - served >= 3 * (2 + 16) * CANARY['max_tokens']
+    # 3. A harmless change passes against the live peer, figure by figure, and rolls on to it.
+    result = deploy(fleet, hosts, env=dict(GOOD_ENV, SGLANG_STANDIN_HARMLESS='2'), **reachable)
+    assert result.rc == 0, result
+    table = analysis_table(result.stdout)
+    assert 'canary analysis: passed (baseline: live, %s;' % peer_url in ' '.join(table.split()), table
+    rows = re.findall(r'^\s*-?\s*(1|8)\s+(ttft|tpot|throughput) \(\S+\)\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+x', table, re.M)
+    assert len(rows) == 6, table
+    assert invocation(fleet, other) != before
