@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -18,6 +19,10 @@ from . import hostcpu  # bench/hostcpu.py: the same /proc process table on this 
 from .common import API_KEY, BENCH, MODEL_NAME, PORT, REPO, ansible_env
 
 __metaclass__ = type  # pylint: disable=invalid-name
+
+# The waiter action's verdict line (module_utils/progress_view.py final_line): "HOST  UNIT  READY after ..." or
+# "HOST  UNIT  FAILED (reason) ...".
+FINAL_LINE = re.compile(r"\S  (?:READY|FAILED)(?: |$)")
 
 
 def descendants(root):
@@ -78,8 +83,11 @@ class Watcher:
                               "msg": (result.get("msg") or "")[:200],
                               "phases": [(p.get("name"), p.get("at"), p.get("source"), p.get("run"))
                                          for p in result.get("phases") or []]}
-                    # The verdict is known when ansible prints it (its exit comes a little later).
-                    return ("ready" if result.get("ready") else "failed"), stamp, detail
+                    # The verdict is known when ansible prints it (its exit comes a little later): the action's own
+                    # line (READY / FAILED, printed the moment the module returns, before the clean-up on the host)
+                    # when the live progress is on, else the task's result.
+                    finals = [when for when, text in self.lines if FINAL_LINE.search(text)]
+                    return ("ready" if result.get("ready") else "failed"), min(finals + [stamp]), detail
             return "none", None, {"tail": [line for _stamp, line in self.lines[-3:]]}
         if self.name == "uri":
             if not self.done() or self.rc is None or self.rc < 0:

@@ -134,11 +134,13 @@ class LiveProgressAction(ActionBase):
         reader.start()
         try:
             module_result = self._execute_module(module_name=self.MODULE, module_args=module_args, task_vars=task_vars)
+            # the verdict's line first: the clean-up below is one more command on the host (a round trip under load)
+            reader.stop()
+            self.final(host, module_args, module_result)
         finally:
             reader.stop()
             # the user's own progress_file stays; one made in the tmp dir goes with it
             self._remove_tmp_path(self._connection._shell.tmpdir)
-        self.final(host, module_args, module_result)
         return merge_hash(result, module_result)
 
     def _live_progress(self, task_vars):
