@@ -207,6 +207,16 @@ def why_notes(results, waiter):
         notes.append("Lag on the controller with the live progress lines vs without (`sglang_wait_progress: false`, "
                      "same trials): %s. The action plugin does not hold the verdict for a progress read in flight; "
                      "what differs is the reads' share of the host's and the controller's CPU." % "; ".join(pairs))
+    hang = waiter["hang"]
+    if (hang["max_lag_s"] or 0) > WAITER_STALL_TIMEOUT + 1.0 and hang.get("module_max_lag_s") is not None \
+            and hang["module_max_lag_s"] <= WAITER_STALL_TIMEOUT + 1.0:
+        notes.append("Why the worst stall verdict misses stall_timeout + 1 s on the controller but not on the host: the "
+                     "module decided %.2f s after the server's last line (median; worst %.2f s); the rest (median "
+                     "%.2f s) is Ansible bringing the result back (module exit, ssh, the worker, the display), as "
+                     "long with the live progress as without it (%s), on this shared 2-core machine." % (
+                         hang["module_median_lag_s"], hang["module_max_lag_s"],
+                         hang["median_lag_s"] - hang["module_median_lag_s"],
+                         fmt((results["lag_summary"]["hang"]["tools"].get("waiter_quiet") or {}).get("max_lag_s"), " s worst")))
     if waiter["hang"]["median_lag_s"] is not None and waiter["hang"]["median_lag_s"] > WAITER_STALL_TIMEOUT + 1.0:
         notes.append("Why stalls are late: the waiter counts quiet time from when it *read* the last journal line, "
                      "and it reads the journal only at its full unit polls, on a jittered backoff capped at "

@@ -49,6 +49,7 @@ def summarize_lag(trials):
                 "waited_at_least_s": round(min(censored), 1) if censored else None,
                 "reasons": sorted({str(r["detail"].get("reason")) for r in results if r["detail"].get("reason")}),
                 "module_median_lag_s": (round(statistics.median(module), 2) if module else None),
+                "module_max_lag_s": (round(max(module), 2) if module else None),
             }
         waiter = summary[scenario]["tools"]["waiter"]["median_lag_s"]
         for tool in summary[scenario]["tools"]:
