@@ -33,11 +33,12 @@ ROLLOUT_PLAY = 'PLAY [Roll out the restarts of Kimi K2.6]'
 API_KEY = 'sk-canary-it-40f1'
 
 
-def deploy(fleet, hosts, env=None, canary=None, **extra):
+def deploy(fleet, hosts, env=None, canary=None, tags=None, **extra):
     extra_vars = dict(sglang_env=env or GOOD_ENV, sglang_canary=canary or CANARY, sglang_canary_analysis='canary',
                       sglang_api_key=API_KEY, k26_hosts=','.join(h.name for h in hosts), k26_serial=[1, 1])
     extra_vars.update(extra)
-    return fleet.playbook('playbooks/deploy_k26.yml', extra_vars, extra_args=['-i', local_groups_inventory()])
+    return fleet.playbook('playbooks/deploy_k26.yml', extra_vars,
+                          extra_args=['-i', local_groups_inventory()] + (['--tags', tags] if tags else []))
 
 
 def invocation(fleet, host):
@@ -131,6 +132,17 @@ def test_a_bad_change_is_stopped_at_the_canary_and_rolled_back(canary_fleet, fau
     result = deploy(fleet, [canary, other], env=dict(GOOD_ENV, SGLANG_STANDIN_FAULT=fault))
     assert_stopped_at_the_canary(fleet, canary, other, result, fault, figure_text)
     assert invocation(fleet, other) == before, 'the host after the canary was restarted'
+
+
+def test_a_bad_change_pushed_with_only_the_configuration_and_run_tags_is_rolled_back_too(canary_fleet):
+    """--tags sglang_configure,sglang_run (the configuration pushed, nothing else): the rollback's tasks run too."""
+    fleet, _hosts, canary, other = canary_fleet
+    before = invocation(fleet, other)
+    fault = 'decode_slowdown=2'
+    result = deploy(fleet, [canary, other], env=dict(GOOD_ENV, SGLANG_STANDIN_FAULT=fault), tags='sglang_configure,sglang_run')
+    assert 'TASK [llmops.sglang.server : Restore the configuration files that served]' in result.stdout, result.stdout[-6000:]
+    assert_stopped_at_the_canary(fleet, canary, other, result, fault, 'time per output token at concurrency 1')
+    assert invocation(fleet, other) == before
 
 
 def test_a_good_change_passes_and_rolls_on(canary_fleet):
