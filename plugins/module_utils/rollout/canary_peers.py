@@ -122,6 +122,6 @@ def baseline_lines(baselines):
                 lines.append('canary %s %s: live baseline %s (%s: the same box class and old configuration)'
                              % (name, unit, choice['host'], choice['url']))
             else:
-                lines.append('canary %s %s: no live baseline (%s): the figures recorded at its last verified deploy'
+                lines.append('canary %s %s: no live baseline (%s): the figures recorded at its last passed analysis, if any'
                              % (name, unit, choice['why']))
     return lines

@@ -93,7 +93,7 @@ def test_the_plan_prints_each_choice():
     assert lines == ['canary a %s: live baseline b (http://b:30000: the same box class and old configuration)' % UNIT]
     lines = baseline_lines(canary_baselines(['a'], [], {'a': host('a')}))
     assert lines == ['canary a %s: no live baseline (no host later in the rollout runs it): the figures recorded at '
-                     'its last verified deploy' % UNIT]
+                     'its last passed analysis, if any' % UNIT]
 
 
 def hostvars_of(name, **overrides):
