@@ -4,7 +4,9 @@
 """Every failure family a real K2.6 TP8 start meets first, through llmops.sglang.sglang_wait_ready on a fleet host
 (issue 25): out of GPU memory at the weights (torch) and for the KV cache (SGLang), the HTTP port taken on the
 listening path `sglang serve` uses, a dead detokenizer and a dead tokenizer manager, the scheduler's watchdog, a
-missing and a truncated shard, a quantization config the installed compressed-tensors does not know.
+missing and a truncated shard, a quantization config the installed compressed-tensors does not know, the warmup
+request that fails (main process, `Initialization failed. warmup error`), NCCL failing at init (a rank's socket
+connect refused: the raw NCCL WARN lines and torch's DistBackendError).
 
 Each case starts a TP8 unit of the stand-in that fails the way 0.5.23 does (its texts are held to the release's
 format strings by tests/conformance/test_standin.py) and asserts what the waiter makes of it: the signature that
@@ -75,6 +77,12 @@ FAMILIES = [
     Family('compressed-tensors-too-old-for-nvfp4', 'crash@weights:compressed_tensors_too_old', None, None,
            'compressed_tensors_too_old', ('enum (CPython 3.11)', None), ('compressed-tensors==', '0.10.0'), 'weights',
            PREFIX % r' TP\d' + r'Scheduler hit an exception: Traceback', 'compressed_tensors'),
+    Family('warmup-request-failed', 'crash@warmup:warmup_error', None, None, 'warmup_failed',
+           ('entrypoints/http_server.py', 2533), ('warmup', 'SGLANG_WARMUP_TIMEOUT'), 'warmup',
+           PREFIX % '' + r'Initialization failed\. warmup error: Traceback', 'warmup_error'),
+    Family('nccl-at-init', 'crash@init:nccl', None, None, 'nccl',
+           ('torch (distributed, NCCL result)', None), ('NCCL_P2P_LEVEL', 'NCCL_SOCKET_IFNAME'), 'init',
+           PREFIX % r' TP\d' + r'Scheduler hit an exception: Traceback', 'nccl'),
 ]
 DAMAGE = {  # what an interrupted copy leaves: the index names a shard that is not there / a shard cut short
     'rm': 'rm {0}/model-00003-of-00004.safetensors',
