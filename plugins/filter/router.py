@@ -14,9 +14,9 @@ from ansible_collections.llmops.sglang.plugins.module_utils.router.router_inputs
 from ansible_collections.llmops.sglang.plugins.module_utils.router.router_rotation import (
     capacity,
     fleet_workers,
-    in_flight,
     rotation_report,
 )
+from ansible_collections.llmops.sglang.plugins.module_utils.sglang_metrics import in_flight
 
 
 def sglang_router_input_problems(values):

@@ -15,8 +15,9 @@ import threading
 import time
 import traceback
 
-from ansible_collections.llmops.sglang.plugins.module_utils.canary.stream import chat_body, error_text, in_flight, sample
+from ansible_collections.llmops.sglang.plugins.module_utils.canary.stream import chat_body, error_text, sample
 from ansible_collections.llmops.sglang.plugins.module_utils.host.file_adapters import read_file, write_file
+from ansible_collections.llmops.sglang.plugins.module_utils.sglang_metrics import in_flight
 
 REQUESTS_IMP_ERR = None
 try:

@@ -104,10 +104,3 @@ def metric_total(text, name):
         except ValueError:
             continue
     return total if seen else None
-
-
-def in_flight(text):
-    """Requests a server holds (running and queued, 0.5.23's sglang:num_running_reqs and sglang:num_queue_reqs
-    gauges, srt/observability/metrics_collector.py:365,371) from its /metrics text, or None when it has neither."""
-    totals = [metric_total(text, name) for name in ('sglang:num_running_reqs', 'sglang:num_queue_reqs')]
-    return None if totals == [None, None] else int(sum(value or 0 for value in totals))

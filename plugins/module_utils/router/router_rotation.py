@@ -15,12 +15,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import re
-
 from ansible_collections.llmops.sglang.plugins.module_utils.fleet_defaults import DEFAULT_INSTANCES
 
-IN_FLIGHT_GAUGES = ("sglang:num_running_reqs", "sglang:num_queue_reqs")
-_SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
 
 
 def normalize_url(url):
@@ -64,22 +60,6 @@ def plan(current, wanted, state, prune=False):
     else:
         raise ValueError("state must be present or absent, got %r" % (state,))
     return {"add": add, "remove": remove}
-
-
-def in_flight(metrics_text):
-    """Requests an SGLang server holds (running + queued), summed over its ranks' samples, from its /metrics text;
-    None when the text has neither gauge (metrics off, or not SGLang)."""
-    total, seen = 0.0, False
-    for line in (metrics_text or "").splitlines():
-        match = _SAMPLE.match(line)
-        if not match or match.group(1) not in IN_FLIGHT_GAUGES:
-            continue
-        try:
-            total += float(match.group(3))
-        except ValueError:
-            continue
-        seen = True
-    return int(total) if seen else None
 
 
 def _serving(entries):

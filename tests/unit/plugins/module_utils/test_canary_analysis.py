@@ -296,9 +296,7 @@ def test_driver_says_when_it_cannot_tell_whether_others_loaded_the_live_baseline
     assert result['baseline'] == 'live, http://b:1 (its load by other clients unknown: no /metrics)'
 
 
-def test_foreign_tokens_and_in_flight_read_0_5_23_metrics():
+def test_foreign_tokens_read_0_5_23_metrics():
     assert canary_driver.foreign_tokens('sglang:generation_tokens_total 10\n', 'sglang:generation_tokens_total 70\n', 60) == 0
     assert canary_driver.foreign_tokens('sglang:generation_tokens_total 10\n', 'sglang:generation_tokens_total 99\n', 60) == 29
     assert canary_driver.foreign_tokens(None, 'sglang:generation_tokens_total 99\n', 60) is None
-    text = 'sglang:num_running_reqs{tp_rank="0"} 2.0\nsglang:num_queue_reqs{tp_rank="0"} 1.0\n'
-    assert stream.in_flight(text) == 3 and stream.in_flight('') is None

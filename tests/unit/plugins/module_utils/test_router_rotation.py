@@ -10,13 +10,13 @@ import pytest
 
 from ansible_collections.llmops.sglang.plugins.module_utils.router.router_rotation import (
     capacity,
-    in_flight,
     listed,
     normalize_url,
     plan,
     rotation_column,
     worker_url,
 )
+from ansible_collections.llmops.sglang.plugins.module_utils.sglang_metrics import in_flight
 
 # sglang-router 0.3.2's GET /workers answer (captured from the real router, one worker)
 ANSWER = {"workers": [{"id": "253bc484-e0ad-4b03-a749-6b1b8c864b63", "url": "http://10.0.0.1:30000",
