@@ -70,6 +70,9 @@ def test_the_live_baseline_leaves_the_router_for_the_analysis_and_comes_back(dep
     assert out, 'the router listed the peer throughout: %s' % [(round(s['time'] - began), len(s['listed'])) for s in listed]
     assert all('http://%s:30001' % third.address in s['listed'] for s in listed)
     window = (min(out), max(out))
+    # long enough to mean something (the analysis' rounds), and users kept sending through the router during it
+    assert window[1] - window[0] >= 5, window
+    assert [r for r in load.results if window[0] + 1 < r['start'] < window[1] - 1], 'no user request during the window'
     records = json_lines(fleet, peer, REQUEST_LOG, began)
     from_router = fleet_load.sent_by(records, router.address)
     from_canary = fleet_load.sent_by(records, canary.address)
