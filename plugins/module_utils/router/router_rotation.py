@@ -18,7 +18,6 @@ __metaclass__ = type
 from ansible_collections.llmops.sglang.plugins.module_utils.fleet_defaults import DEFAULT_INSTANCES
 
 
-
 def normalize_url(url):
     """Worker URLs as the router keeps them: scheme://host:port without a trailing slash."""
     url = (url or "").strip().rstrip("/")
