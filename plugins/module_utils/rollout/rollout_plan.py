@@ -183,15 +183,20 @@ START = {'restart': 'restart', 'start': 'start', 'rollback': 'start'}
 
 def _applied(plan, want, seen):
     """The plan with what the role's tasks apply: ``start`` (restart, start or none), ``files`` (the names of the
-    files whose content changes: the role parses a changed unit's argv first) and ``config_changed`` (a file or a pin
-    changes: the deployment metrics' config_changed)."""
+    files whose content changes: the role parses a changed unit's argv first), ``config_changed`` (a file or a pin
+    changes: the deployment metrics' config_changed) and ``dependencies`` (the role's dependencies step has work:
+    a Debian package missing, a venv without pip, a pin that differs, or Python.h missing where the role installs
+    it; without it the role does not enter that step at all)."""
     stopping = (want.get('state') or 'started') in ('stopped', 'absent')
     files = [] if stopping else _file_changes(want.get('files'), seen.get('files'))
     pins = [] if stopping else _pin_changes(want.get('pins'), seen.get('packages'))
     start = START.get(plan['action'], 'none')
     if start == 'start' and (files or pins):
         start = 'restart'
-    return dict(plan, start='none' if stopping else start, files=files, config_changed=bool(files or pins))
+    dependencies = not stopping and bool(seen.get('apt_missing') or not seen.get('pip', True) or pins
+                                         or (want.get('python_headers') and not seen.get('python_h', True)))
+    return dict(plan, start='none' if stopping else start, files=files, config_changed=bool(files or pins),
+                dependencies=dependencies)
 
 
 def plan_seen(want, seen):

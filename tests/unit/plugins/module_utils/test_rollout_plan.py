@@ -425,6 +425,21 @@ def test_the_decision_says_what_the_role_does_to_the_unit(wanted, observed, acti
         action, start, files, config_changed), decision
 
 
+@pytest.mark.parametrize('wanted, observed, needed', [
+    (want(), seen(), False),                                                   # everything in place: not entered
+    (want(files=dict(FILES, env='e2')), seen(), False),                        # a file alone is configure's
+    (want(), seen(apt_missing=['python3-dev']), True),
+    (want(), seen(pip=False), True),
+    (want(pins={'compressed-tensors': '0.19.0'}), seen(), True),
+    (want(python_headers=True), seen(python_h=False), True),
+    (want(python_headers=False), seen(python_h=False), False),                 # the operator installs them
+    (want(state='stopped'), seen(apt_missing=['python3-dev'], pip=False), False),  # a stop installs nothing
+])
+def test_the_decision_says_whether_the_dependencies_step_has_work(wanted, observed, needed):
+    """The role includes dependencies.yml only for this (a host with everything in place skips one task, not nine)."""
+    assert plan_seen(wanted, observed)['dependencies'] is needed
+
+
 def test_a_host_an_earlier_instance_of_the_same_run_converged_is_decided_anew_quietly():
     """b300's hosts run two instances: the first one's run installs the packages, pins, pip and directories both
     want, so the second one's observation differs from the plan's. It moved only towards what b wants: decided anew
