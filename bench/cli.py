@@ -45,6 +45,7 @@ from .page import evaluate, render
 from .rollout import SIZES, run_rollout
 from .router_drain import run_router_drain
 from .router_restart import run_router_restart
+from .scale import SIZES as SCALE_SIZES, TRIALS as SCALE_TRIALS, run_scale
 from .summary import LoadSampler, machine_info, summarize_lag
 
 __metaclass__ = type  # pylint: disable=invalid-name
@@ -70,7 +71,7 @@ def carry_over(results, sections):
         return
     previous = json.loads(path.read_text(encoding="utf-8"))
     keys = {"cpu": ["cpu"], "lag": ["lag_trials", "lag_summary", "lag_hosts"], "sync": ["model_sync"],
-            "rollout": ["rollout"], "cost": ["cost"], "router": ["router"],
+            "rollout": ["rollout"], "scale": ["scale"], "cost": ["cost"], "router": ["router"],
             "restart": ["router_restart"], "canary": ["canary"]}
     carried = [section for section in SECTIONS if section not in sections
                and any(key in previous for key in keys[section])]
@@ -128,6 +129,10 @@ def build_parser():
                         help="run only these sections (the page keeps the others' last results)")
     # Hidden: the rollout's fleet sizes, to validate the section on a small fleet (--quick --only rollout).
     parser.add_argument("--rollout-sizes", default=",".join(str(s) for s in SIZES), help=argparse.SUPPRESS)
+    # Toward 1,000 hosts (section scale): the no-op's fleet sizes and trials per size.
+    parser.add_argument("--scale-sizes", default=",".join(str(s) for s in SCALE_SIZES),
+                        help="hosts of each no-op of the scale section (default %(default)s; the fleet is the largest)")
+    parser.add_argument("--scale-trials", type=int, default=SCALE_TRIALS, help="trials per size (default %(default)s)")
     # The deploy cost (section cost): the base tree, the fleet's size and the rounds (default 3, 1 with --quick).
     parser.add_argument("--cost-base", default=BASE, metavar="REV",
                         help="git revision of the base tree the deploy cost compares with (default %(default)s)")
@@ -161,16 +166,18 @@ def main():
         # A smoke run: one trial per scenario, a short CPU window, no rollout unless --only rollout (its fleet and
         # first deploy alone take minutes); the crash loop trial ends before the seeds' loops could see the start limit.
         plan = {"hosts": 5, "lag_hosts": 4, "lag_trials": 1, "cpu_window": 20.0, "cpu_rounds": 1, "loop_cap": 30.0,
-                "rollout": "rollout" in args.only, "cost": "cost" in args.only, "cost_rounds": 1, "canary_trials": 1}
+                "rollout": "rollout" in args.only, "scale": "scale" in args.only, "cost": "cost" in args.only,
+                "cost_rounds": 1, "canary_trials": 1}
     else:
         plan = {"hosts": 6, "lag_hosts": 5, "lag_trials": 5, "cpu_window": 60.0, "cpu_rounds": 3, "loop_cap": 85.0,
-                "rollout": True, "cost": True, "cost_rounds": COST_ROUNDS, "canary_trials": CANARY_TRIALS}
+                "rollout": True, "scale": True, "cost": True, "cost_rounds": COST_ROUNDS, "canary_trials": CANARY_TRIALS}
     plan["rollout_sizes"] = [int(size) for size in args.rollout_sizes.split(",")]
     if args.cost_rounds is not None:
         plan["cost_rounds"] = args.cost_rounds
     if args.canary_trials is not None:
         plan["canary_trials"] = args.canary_trials
-    plan.update({"cost_base": args.cost_base, "cost_hosts": args.cost_hosts})
+    plan.update({"cost_base": args.cost_base, "cost_hosts": args.cost_hosts,
+                 "scale_sizes": [int(size) for size in args.scale_sizes.split(",")], "scale_trials": args.scale_trials})
     LOOP_CAP[0] = plan["loop_cap"]
     started = time.time()
     results = {"quick": args.quick, "seed": seed, "started": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"),
@@ -198,6 +205,14 @@ def main():
                     lambda: run_rollout(args.state_dir, args.prefix, plan["rollout_sizes"], {1: 2}))
         else:
             results["extra_notes"].append("Rollout at fleet scale not measured in this run (%s)." % (
+                "--quick" if args.quick else "not selected"))
+        load.phase = "scale"
+        if "scale" in sections and plan["scale"]:
+            # Its own fleet (own state dir and prefix) of the largest size, down again before the next section.
+            log("scale: no-ops at %s hosts, %d trial(s) each" % (plan["scale_sizes"], plan["scale_trials"]))
+            guarded(results, "scale", "scale", lambda: run_scale(plan["scale_sizes"], plan["scale_trials"]))
+        else:
+            results["extra_notes"].append("The plan pass toward 1,000 hosts not measured in this run (%s)." % (
                 "--quick" if args.quick else "not selected"))
         load.phase = "cost"
         if "cost" in sections and plan["cost"]:

@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 from .canary import canary_notes, render_canary
 from .common import CPU_TOOLS, LAG_TOOLS, SCENARIOS, SECTIONS, TOOL_LABELS, WAITER_STALL_TIMEOUT, WAITER_TIMEOUT
 from .cost import cost_notes, render_cost
+from .scale import render_scale, scale_notes
 from .model_sync import render_model_sync
 from .rollout import render_rollout, rollout_notes
 from .router_drain import render_router_drain
@@ -137,6 +138,8 @@ def render(results):
         add("")
     if results.get("rollout"):
         lines.extend(render_rollout(results["rollout"]))
+    if results.get("scale"):
+        lines.extend(render_scale(results["scale"]))
     if results.get("cost"):
         lines.extend(render_cost(results["cost"]))
     if results.get("model_sync"):
@@ -181,6 +184,8 @@ def evaluate(results):
         notes.extend(why_notes(results, waiter))
     if results.get("rollout"):
         notes.extend(rollout_notes(results["rollout"]))
+    if results.get("scale"):
+        notes.extend(scale_notes(results["scale"]))
     if results.get("cost"):
         notes.extend(cost_notes(results["cost"]))
     if results.get("canary"):

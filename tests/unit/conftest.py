@@ -38,3 +38,8 @@ def cost():
 @pytest.fixture
 def canary():
     return bench_module('canary')
+
+
+@pytest.fixture
+def scale():
+    return bench_module('scale')
