@@ -9,7 +9,11 @@ whose authorized_keys entries force one command, the role's ``llmops_sglang_sync
 the two requests the module sends:
 
 - ``state PATH``: does the version directory PATH exist whole (its marker), or did its sync fail, or neither;
-- ``read OFFSET PATH``: the bytes of the file PATH from OFFSET on (what ``tail -c +OFFSET+1`` did before).
+- ``read OFFSET PATH``: the bytes of the file PATH from OFFSET on (what ``tail -c +OFFSET+1`` did before);
+- ``follow OFFSET SIZE STALL RATE PATH``: the bytes of PATH from OFFSET up to SIZE (the reader's manifest size), also
+  while the peer is still receiving that file (pipelined distribution: the script reads it from the peer's staging
+  directory, ``.staging-VERSION/FILE``, as it grows), at most RATE bytes/s (0: no cap); it ends with an error when
+  the peer's own sync failed (its ``.sync-failed``) or nothing arrived for STALL seconds (``follow_verdict``).
 
 PATH must be a normalized absolute path strictly inside one of the versions directories this host serves (the
 role's root-owned ``roots.d``), in a version directory whose name does not start with a dot (never a staging
@@ -44,6 +48,7 @@ FAILED_NAME = '.sync-failed'
 _COMPONENT = re.compile(r'^[A-Za-z0-9_.+@=,-]{1,255}$')
 _OFFSET = re.compile(r'^[0-9]{1,20}$')
 MAX_REQUEST = 4096
+MAX_STALL = 3600  # seconds a follow may wait for bytes to arrive; a longer silence is a stalled upstream
 
 
 class Refused(ValueError):
@@ -98,7 +103,7 @@ def parse_request(text, roots):
     """SSH_ORIGINAL_COMMAND -> {'op': 'read'|'state', 'root', 'parts', 'offset'}, or Refused naming the reason."""
     if not isinstance(text, str) or not text.strip():
         raise Refused('no command given (this account only serves model files: %s)' % ' | '.join(
-            ('read OFFSET PATH', 'state PATH')))
+            ('read OFFSET PATH', 'state PATH', 'follow OFFSET SIZE STALL RATE PATH')))
     if len(text) > MAX_REQUEST or any(ord(c) < 32 or ord(c) == 127 for c in text):
         raise Refused('request too long or with control characters')
     words = text.split(' ')
@@ -110,12 +115,27 @@ def parse_request(text, roots):
         if len(parts) < 2:
             raise Refused('%r is a version directory, not a file in one' % words[2])
         return {'op': 'read', 'root': root, 'parts': parts, 'offset': int(words[1])}
+    if op == 'follow' and len(words) == 6:
+        for what, word in zip(('offset', 'size', 'stall', 'rate'), words[1:5]):
+            if not _OFFSET.match(word):
+                raise Refused('%s %r is not a whole number' % (what, word))
+        offset, size, stall, rate = [int(w) for w in words[1:5]]
+        if offset > size:
+            raise Refused('offset %d is past the size %d' % (offset, size))
+        if not 1 <= stall <= MAX_STALL:
+            raise Refused('stall %d is not between 1 and %d seconds' % (stall, MAX_STALL))
+        root, parts = split_path(words[5], roots)
+        if len(parts) < 2:
+            raise Refused('%r is a version directory, not a file in one' % words[5])
+        return {'op': 'follow', 'root': root, 'parts': parts, 'offset': offset, 'size': size, 'stall': stall,
+                'rate': rate}
     if op == 'state' and len(words) == 2:
         root, parts = split_path(words[1], roots)
         if len(parts) != 1:
             raise Refused('state takes a version directory (%s/VERSION), got %r' % (root, words[1]))
         return {'op': 'state', 'root': root, 'parts': parts, 'offset': 0}
-    raise Refused('not a request this account serves: %r (only "read OFFSET PATH" and "state PATH")' % text[:200])
+    raise Refused('not a request this account serves: %r (only "read OFFSET PATH", "state PATH" and '
+                  '"follow OFFSET SIZE STALL RATE PATH")' % text[:200])
 
 
 def check_read_request(path, versions_dir, offset=0):
@@ -123,6 +143,32 @@ def check_read_request(path, versions_dir, offset=0):
     text = 'read %d %s' % (offset, path)
     parse_request(text, [check_root(versions_dir)])
     return text
+
+
+def check_follow_request(path, versions_dir, offset, size, stall, rate):
+    """The follow request for ``path`` (a file of a version in ``versions_dir``); Refused if a peer would refuse it."""
+    text = 'follow %d %d %d %d %s' % (offset, size, stall, rate, path)
+    parse_request(text, [check_root(versions_dir)])
+    return text
+
+
+def follow_verdict(position, size, failed, idle, stall):
+    """What a follow does when no new byte is there to send: 'done' (SIZE reached), 'failed' (the peer's own sync
+    failed: its .sync-failed exists), 'stalled' (nothing arrived for ``stall`` seconds) or 'wait' (look again)."""
+    if position >= size:
+        return 'done'
+    if failed:
+        return 'failed'
+    if idle >= stall:
+        return 'stalled'
+    return 'wait'
+
+
+def pace(sent, elapsed, rate):
+    """Seconds to sleep so that ``sent`` bytes in ``elapsed`` seconds stay within ``rate`` bytes/s (0: no cap)."""
+    if rate <= 0:
+        return 0.0
+    return max(0.0, sent / float(rate) - elapsed)
 
 
 def check_state_request(version_dir):

@@ -9,6 +9,10 @@ Installed by the server role (tasks/model_sync.yml), root-owned, next to model_s
 collection's plugins/module_utils/model/model_sync_access.py, which decides whether a request is allowed). Answers:
 - `state VERSIONS_DIR/VERSION`: ready, failed or pending;
 - `read OFFSET VERSIONS_DIR/VERSION/FILE`: the file's bytes from OFFSET on, on stdout;
+- `follow OFFSET SIZE STALL RATE VERSIONS_DIR/VERSION/FILE`: the file's bytes from OFFSET up to SIZE, from the
+  complete version or, while this host still receives it, from its staging directory as the file grows
+  (pipelined distribution), at most RATE bytes/s; an error when this host's own sync failed or nothing arrived for
+  STALL seconds;
 for the versions directories listed in ROOTS (root-owned, one file per server instance). Every component below the
 versions directory is opened with O_NOFOLLOW relative to its parent: a symlink there is refused, never followed.
 Everything else is refused on stderr with exit code 2 and logged to the journal (auth facility).
@@ -19,10 +23,11 @@ import os
 import stat
 import sys
 import syslog
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from model_sync_access import MARKER_NAME, FAILED_NAME, STAGING_PREFIX, Refused, parse_request, parse_roots  # noqa: E402 pylint: disable=wrong-import-position,import-error
+from model_sync_access import MARKER_NAME, FAILED_NAME, STAGING_PREFIX, Refused, follow_verdict, pace, parse_request, parse_roots  # noqa: E402 pylint: disable=wrong-import-position,import-error
 
 ROOTS = '/etc/llmops-sglang-sync/roots.d'
 CHUNK = 1 << 20
@@ -73,6 +78,69 @@ def refuse(reason):
     return 2
 
 
+def write_all(out, block):
+    view = memoryview(block)
+    while view:
+        view = view[os.write(out, view):]
+
+
+def open_growing(root, parts, path):
+    """fd of the file in the complete version (its marker is there) or else in the staging directory, or None
+    when neither has it yet; Refused for a symlink or something else than a regular file."""
+    version, rest = parts[0], parts[1:]
+    top = version if is_file(root, [version, MARKER_NAME]) else STAGING_PREFIX + version
+    try:
+        fd = open_beneath(root, [top] + rest, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise Refused('%s: %s (symlinks below %s are not followed)' % (path, exc.strerror, root))
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise Refused('%s is not a regular file' % path)
+    return fd
+
+
+def follow(req):
+    """Sends the file from the offset up to the size the reader gave, as its bytes land here."""
+    root, parts = req['root'], req['parts']
+    path = '/'.join([root] + parts)
+    failed = [STAGING_PREFIX + parts[0], FAILED_NAME]
+    position, size, stall, rate = req['offset'], req['size'], req['stall'], req['rate']
+    syslog.syslog(syslog.LOG_INFO, 'follow %s from byte %d to %d' % (path, position, size))
+    started = last = time.monotonic()
+    fd = None
+    out = sys.stdout.fileno()
+    try:
+        while True:
+            if fd is None:
+                fd = open_growing(root, parts, path)
+                if fd is not None:
+                    os.lseek(fd, position, os.SEEK_SET)
+            block = os.read(fd, min(CHUNK, size - position)) if fd is not None and position < size else b''
+            now = time.monotonic()
+            if block:
+                write_all(out, block)
+                position += len(block)
+                last = now
+                time.sleep(pace(position - req['offset'], now - started, rate))
+                continue
+            verdict = follow_verdict(position, size, is_file(root, failed), now - last, stall)
+            if verdict == 'done':
+                return 0
+            if verdict == 'failed':
+                return refuse('%s: this host\'s own sync of %s failed at byte %d (%s)' % (path, parts[0], position,
+                                                                                       FAILED_NAME))
+            if verdict == 'stalled':
+                return refuse('%s: stalled at byte %d of %d, nothing arrived for %ds' % (path, position, size, stall))
+            time.sleep(0.05)
+    except Refused as exc:
+        return refuse(str(exc))
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
 def serve(text):
     try:
         req = parse_request(text, roots())
@@ -85,6 +153,8 @@ def serve(text):
             'failed' if is_file(root, [STAGING_PREFIX + version, FAILED_NAME]) else 'pending')
         sys.stdout.write(answer + '\n')
         return 0
+    if req['op'] == 'follow':
+        return follow(req)
     path = '/'.join([root] + parts)
     if not is_file(root, [parts[0], MARKER_NAME]):
         return refuse('%s: version %s is not complete here (no %s)' % (path, parts[0], MARKER_NAME))
