@@ -250,6 +250,13 @@ def _fmt(value, digits=1, unit=" s"):
     return "-" if value is None else ("%.*f%s" % (digits, value, unit))
 
 
+def _minutes(value, unit=" min"):
+    """A projection in minutes; a negative one is a fit dominated by noise, not a figure."""
+    if value is None:
+        return "-"
+    return _fmt(value / 60.0, 1, unit) if value >= 0 else "not meaningful (the fit goes negative: noise dominates)"
+
+
 def render_scale(result):
     lines = []
     add = lines.append
@@ -317,18 +324,18 @@ def render_model(figures):
     add("### The model: %d hosts on one controller" % figures["hosts"])
     add("")
     wall, bound = at["wall_s"]["linear"], figures["cpu_bound_wall_s"]
-    pace = ("so the controller's cores, not the hosts, set the pace" if wall and bound and bound >= 0.8 * wall else
-            "so most of the wall time is waiting (round trips, workers turning over), not the controller's CPU")
+    if not (wall and bound and wall > 0 and bound > 0):
+        pace = "(no projection to compare it with)"
+    elif bound >= 0.8 * wall:
+        pace = "so the controller's cores, not the hosts, set the pace"
+    else:
+        pace = "so most of the wall time is waiting (round trips, workers turning over), not the controller's CPU"
     add("- **Wall time of the plan pass** (a no-op; every rollout starts with it): %s by the linear fit, %s by the "
         "quadratic one. **Controller CPU**: %s (linear), %s (quadratic); on this machine's %d cores the CPU alone "
         "bounds the wall time below at %s, %s." % (
-            _fmt(at["wall_s"]["linear"] / 60.0 if at["wall_s"]["linear"] is not None else None, 1, " min"),
-            _fmt(at["wall_s"]["quadratic"] / 60.0 if at["wall_s"]["quadratic"] is not None else None, 1, " min"),
-            _fmt(at["controller_cpu_s"]["linear"] / 60.0 if at["controller_cpu_s"]["linear"] is not None else None,
-                 1, " CPU min"),
-            _fmt(at["controller_cpu_s"]["quadratic"] / 60.0 if at["controller_cpu_s"]["quadratic"] is not None
-                 else None, 1, " CPU min"),
-            figures["cores"], _fmt(bound / 60.0 if bound is not None else None, 1, " min"), pace))
+            _minutes(at["wall_s"]["linear"]), _minutes(at["wall_s"]["quadratic"]),
+            _minutes(at["controller_cpu_s"]["linear"], " CPU min"), _minutes(at["controller_cpu_s"]["quadratic"], " CPU min"),
+            figures["cores"], _minutes(bound), pace))
     add("- **Where it goes**, per host at %d hosts: %s wall in tasks that reach the hosts, %s in tasks that stay on "
         "the controller, %s outside any task; %s controller CPU. At %d hosts with forks %d every task that reaches "
         "the hosts runs in %d rounds of %d workers; a controller-only task (a set_fact, an include, an assert) still "
@@ -362,4 +369,4 @@ def scale_notes(result):
     return ["Target (issue 27) the plan pass measured up to 48 hosts and a 1,000-host model: %s (no-op points at %s "
             "hosts; the linear fit puts a %d-host plan pass at %s on one controller of this machine)." % (
                 "met" if max(row["hosts"] for row in rows) >= 48 else "missed (largest size %d)" % rows[-1]["hosts"],
-                sizes, figures["hosts"], _fmt(at / 60.0 if at is not None else None, 1, " min"))]
+                sizes, figures["hosts"], _minutes(at))]

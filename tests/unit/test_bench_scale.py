@@ -79,6 +79,10 @@ def test_summary_model_and_page(scale):
     small['model'] = scale.model(small['summary'], 25, 2)
     assert 'missed (largest size 12)' in scale.scale_notes(small)[0]
     assert 'not measured' in scale.scale_notes({})[0]
+    # a fit over noisy points that goes negative is said to be no figure, not printed as one
+    falling = dict(result, summary=scale.summarize(runs([(6, 30.0), (12, 20.0), (24, 12.0), (48, 9.0)]), [6, 12, 24, 48]))
+    falling['model'] = scale.model(falling['summary'], 25, 2)
+    assert 'not meaningful' in scale.scale_notes(falling)[0] and 'not meaningful' in '\n'.join(scale.render_scale(falling))
 
 
 def load_callback():
