@@ -16,7 +16,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.wait import wait_rep
 from ansible_collections.llmops.sglang.plugins.module_utils.host.systemd_props import JournalEntry, UnitProps
 from ansible_collections.llmops.sglang.plugins.module_utils.formats import fmt_duration
 from ansible_collections.llmops.sglang.plugins.module_utils.wait.wait_machine import (
-    BAD_RESPONSE_LIMIT, INACTIVE_GRACE, JITTER, REASONS, SETTLE_DELAY, SETTLE_READS, UNIT_QUERY_ATTEMPTS, Config,
+    BAD_RESPONSE_LIMIT, ENDED_REASONS, INACTIVE_GRACE, JITTER, REASONS, SETTLE_DELAY, SETTLE_READS, UNIT_QUERY_ATTEMPTS, Config,
     Failure, WaitMachine,
 )
 
@@ -700,6 +700,18 @@ def test_settle_reads_stop_after_their_count_when_no_cause_comes():
     assert sim.settle_reads == SETTLE_READS + 1
     assert sim.clock.sleeps[-SETTLE_READS:] == [SETTLE_DELAY] * SETTLE_READS
     assert 'no known error line' in R.result(m)['msg']
+
+
+def test_a_stall_is_reported_without_waiting_for_last_lines_that_are_not_coming():
+    """A stalled server still runs: the driver reads the journal once more, at once, and does not sleep for the
+    settle reads a dead unit earns (a stall verdict must come within stall_timeout + 1 s)."""
+    journal = loading_journal()[:3]
+    sim = Sim(cfg(stall_timeout=15.0), unit=[(0, props())], journal=journal)
+    d, m, t = sim.run()
+    assert d.reason == 'stalled' and m.settle_reads() == 0
+    assert sim.settle_reads == 1 and SETTLE_DELAY not in sim.clock.sleeps[-2:], sim.clock.sleeps[-4:]
+    # a unit that died still earns them (test_settle_reads_stop_after_their_count_when_no_cause_comes)
+    assert set(ENDED_REASONS) < set(REASONS) and 'stalled' not in ENDED_REASONS
 
 
 def test_a_ready_server_gets_one_more_journal_read_for_its_ready_line():
