@@ -35,7 +35,8 @@ description:
     Which source, and when, is decided by module_utils/model/model_sync.py from O(peers); hosts sync in waves, every host
     that has the version serves one that does not, and the mirror serves only in a wave where no host has it. A
     host waits (up to O(peer_wait) seconds) for its source to finish first; if the source fails or the wait runs
-    out, it falls back to the mirror.
+    out, it falls back to the mirror. With O(distribution=pipelined) no host waits: each follows its source's
+    files as they arrive there (see O(distribution)).
   - B(Resume.) A partial file in the staging directory is continued from its size (HTTP C(Range), or the peer's
     C(tail) offset); a file longer than declared is fetched again. A failed run leaves the staging directory as it
     is, so the next run continues; files that fail verification are removed so the next run fetches them again.
@@ -109,9 +110,36 @@ options:
     type: float
     default: 2.0
   timeout:
-    description: Seconds a connection may stay silent before the transfer counts as interrupted.
+    description:
+      - Seconds a connection may stay silent before the transfer counts as interrupted (1 to 3600). With
+        O(distribution=pipelined) also the stall period. A source that has sent no new byte for that long ends
+        the read with an error, and the receiver continues from the next source.
     type: int
     default: 60
+  distribution:
+    description:
+      - C(waves) - a host waits until its source has the whole version, then copies it. The number of hosts that
+        have the version doubles per wave.
+      - C(pipelined) - every host starts at once and reads each file from its source while the source is still
+        receiving it (the peer's C(follow) request). The first host reads from a host that has the version whole,
+        or else from the mirror. Every next host reads from an earlier host of O(peers) that is still receiving,
+        in a chain or a tree of fan-out O(fanout). When its source fails (its C(.sync-failed)) or stalls for
+        O(timeout) seconds, the host continues from the bytes it has. It reads from its source's source, then
+        from the hosts that have the version whole, and then from the mirror.
+    type: str
+    choices: [waves, pipelined]
+    default: waves
+  fanout:
+    description: With O(distribution=pipelined), how many hosts one receiving host serves at once (1, a chain, to 16).
+    type: int
+    default: 1
+  rate_limit:
+    description:
+      - Bytes per second this host's transfer may take, 0 for no cap. Mirror reads are paced here. Pipelined
+        peer reads are paced by the serving peer's forced command, which caps that peer's disk reads and link
+        too. Reads with O(distribution=waves) from a peer are not capped.
+    type: int
+    default: 0
   progress_file:
     description: Where to write the progress JSON (state, source, done, total, rate, eta); not written when unset.
     type: path
@@ -172,13 +200,14 @@ source:
   returned: always
   type: str
 wave:
-  description: This host's wave in the fan-out (0 = first), null when it had the version.
+  description: This host's wave in the fan-out (0 = first), or its depth in the pipelined chain or tree; null when it had the version.
   returned: always
   type: int
 fallback:
   description:
     - "Why the assigned peer was not used, empty when it was: C(PEER: reason), for example its own sync failed,
-      the wait ran out, its host key is not in O(known_hosts) or does not match, it refused the request."
+      the wait ran out, its host key is not in O(known_hosts) or does not match, it refused the request. Pipelined:
+      each source given up on, C(SOURCE: reason (FILE at byte N)), joined with C(; )."
   returned: always
   type: str
   sample: "gpu-01: its host key does not match the known one (StrictHostKeyChecking=yes): refused, nothing read from it"

@@ -15,6 +15,13 @@ where no host has it yet. Every host computes the same plan from the same facts 
 and which of them have the version), takes its own row, and waits for its source to finish before pulling from it.
 A host's source always comes earlier in the play order, so hosts started in that order never wait on one that
 has not started.
+
+Pipelined distribution (``distribution: pipelined``, ``pipeline``). Waves move a whole copy per wave; instead every
+host that lacks the version takes its source at once and reads each file from it while the source still receives
+it (the peers' ``follow`` request): the first host from a host that has it whole (else the mirror), every next
+one from an earlier host in play order that is still receiving, a chain (``fanout`` 1) or a tree of small
+fan-out. Each row also lists where to go when its source fails or stalls: its source's sources in order, then the
+other hosts that have the version whole, then the mirror; the receiver resumes there from the bytes it has.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -49,6 +56,9 @@ ARGUMENT_SPEC = dict(
     peer_wait=dict(type='int', default=3600),
     poll_interval=dict(type='float', default=2.0),
     timeout=dict(type='int', default=60),
+    distribution=dict(type='str', default='waves', choices=['waves', 'pipelined']),
+    fanout=dict(type='int', default=1),
+    rate_limit=dict(type='int', default=0),
     progress_file=dict(type='path'),
     cache_path=dict(type='path'),
 )
@@ -131,22 +141,54 @@ def fanout(order, have):
     return plan
 
 
-def own_row(peers, me):
+def pipeline(order, have, fanout=1):
+    """{host: {'wave': depth, 'source': host or None (the mirror), 'sources': [host or None, ...]}} for the hosts of
+    ``order`` that lack the version, all at once (pipelined distribution).
+
+    The first hosts lacking it (one per host that has it, at least one) read from a host that has it whole, or from
+    the mirror when none has; every next one from an earlier one still receiving: with h such heads, the i-th host
+    lacking it (i >= h) reads from the ((i - h) // fanout)-th, a chain for fanout 1, a tree otherwise. ``sources``:
+    the source, then its sources in order up to the head's, then the other hosts that have it whole, then the
+    mirror (None) -- where a receiver goes next when the one before fails or stalls.
+    """
+    if fanout < 1:
+        raise ValueError('fanout must be at least 1, got %r' % (fanout,))
+    wholes = [h for h in order if h in have]
+    pending = [h for h in order if h not in have]
+    heads = max(1, min(len(wholes), len(pending)))
+    plan = {}
+    for index, host in enumerate(pending):
+        if index < heads:
+            up = [wholes[index] if wholes else MIRROR]
+        else:
+            parent = pending[(index - heads) // fanout]
+            up = [parent] + plan[parent]['up']
+        rest = [h for h in wholes if h not in up] + [MIRROR]
+        plan[host] = {'wave': len(up) - 1, 'source': up[0], 'up': up, 'sources': up + [s for s in rest if s not in up]}
+    for row in plan.values():
+        del row['up']
+    return plan
+
+
+def own_row(peers, me, distribution='waves', fanout_k=1):
     """The plan row of host ``me`` from the role's peer list [{name, address, have}] (play order).
 
-    Returns {'wave', 'source', 'source_address'} ({'wave': None, ...} when ``me`` has the version or is not listed).
+    Returns {'wave', 'source', 'source_address', 'sources': [{'name', 'address'}, ...]} ({'wave': None, ...} when
+    ``me`` has the version or is not listed); ``sources`` (pipelined only, else []) are where to resume when the
+    source fails, in order, the mirror as {'name': None, 'address': None}.
     """
     order = [p['name'] for p in peers]
     have = set(p['name'] for p in peers if p.get('have'))
     if me not in order:
         order.append(me)
-    row = fanout(order, have).get(me)
+    plans = pipeline(order, have, fanout_k) if distribution == 'pipelined' else fanout(order, have)
+    row = plans.get(me)
     if row is None:
-        return {'wave': None, 'source': None, 'source_address': None}
-    address = None
-    if row['source'] is not None:
-        address = [p.get('address') or p['name'] for p in peers if p['name'] == row['source']][0]
-    return {'wave': row['wave'], 'source': row['source'], 'source_address': address}
+        return {'wave': None, 'source': None, 'source_address': None, 'sources': []}
+    addresses = dict((p['name'], p.get('address') or p['name']) for p in peers)
+    sources = [{'name': s, 'address': addresses.get(s)} for s in row.get('sources', [])]
+    return {'wave': row['wave'], 'source': row['source'], 'source_address': addresses.get(row['source']),
+            'sources': sources}
 
 
 def progress(done, total, elapsed):
@@ -254,6 +296,15 @@ def check_inputs(params):
     problem = model_sync_access.ssh_options_problem(params['ssh_options'])
     if problem:
         raise ValueError('ssh_options: ' + problem)
+    if not 1 <= params['fanout'] <= 16:
+        raise ValueError('fanout: the hosts one host serves at once in pipelined distribution, 1 (a chain) to 16; '
+                         'got %r' % (params['fanout'],))
+    if params['rate_limit'] < 0:
+        raise ValueError('rate_limit: bytes per second a transfer may take (0: no cap), not negative; got %r'
+                         % (params['rate_limit'],))
+    if not 1 <= params['timeout'] <= model_sync_access.MAX_STALL:
+        raise ValueError('timeout: seconds (1 to %d), also how long a pipelined read waits for new bytes; got %r'
+                         % (model_sync_access.MAX_STALL, params['timeout']))
     return manifest
 
 

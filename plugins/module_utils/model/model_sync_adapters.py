@@ -13,6 +13,7 @@ __metaclass__ = type
 import json
 import os
 import threading
+import time
 from urllib.parse import quote
 
 from ansible_collections.llmops.sglang.plugins.module_utils.model import checkpoint, model_sync, model_sync_access as access
@@ -152,15 +153,19 @@ class SyncFiles(object):
         return Progress(path, total, source, wave, self.clock)
 
 
-def copy_stream(read, handle, progress):
+def copy_stream(read, handle, progress, rate=0):
+    """Copies until the end, at most ``rate`` bytes/s (0: no cap; model_sync_access.pace)."""
     count = 0
+    started = time.monotonic()
     while True:
         block = read(CHUNK)
         if not block:
             return count
         handle.write(block)
+        handle.flush()  # a host following this file (pipelined) sees each block as it lands
         count += len(block)
         progress.add(len(block))
+        time.sleep(access.pace(count, time.monotonic() - started, rate))
 
 
 class Mirror(object):
@@ -183,7 +188,7 @@ class Mirror(object):
         count = 0
         try:
             with open(path, 'ab' if offset else 'wb') as handle:
-                count = copy_stream(response.read, handle, progress)
+                count = copy_stream(response.read, handle, progress, self.params['rate_limit'])
         # a reset connection, a timeout
         except Exception as exc:  # pylint: disable=broad-except
             raise TransferError('GET %s: interrupted: %s' % (url, exc))
@@ -197,9 +202,8 @@ class Peers(object):
         self.module = module
         self.params = params
 
-    def state(self, address):
-        """'ready', 'failed', 'pending', 'refused: ...' or 'unreachable: ...' (model_sync.peer_answer); a peer whose
-        host key is not known is not connected to at all."""
+    def key_problem(self, address):
+        """Why this peer is not connected to at all (its host key is not known), or None."""
         known_hosts = self.params['known_hosts']
         text = error = None
         try:
@@ -207,7 +211,12 @@ class Peers(object):
                 text = handle.read()
         except (IOError, OSError) as exc:
             error = exc
-        problem = model_sync.host_key_problem(known_hosts, text, error, address, self.params['ssh_options'])
+        return model_sync.host_key_problem(known_hosts, text, error, address, self.params['ssh_options'])
+
+    def state(self, address):
+        """'ready', 'failed', 'pending', 'refused: ...' or 'unreachable: ...' (model_sync.peer_answer); a peer whose
+        host key is not known is not connected to at all."""
+        problem = self.key_problem(address)
         if problem:
             return 'refused: ' + problem
         rc, out, err = self.module.run_command(
@@ -219,7 +228,24 @@ class Peers(object):
         thread reports the file's growth as progress while run_command waits."""
         dest = self.params['dest']
         remote = os.path.join(dest, name)
-        argv = model_sync.ssh_argv(self.params, address, access.check_read_request(remote, os.path.dirname(dest), offset))
+        request = access.check_read_request(remote, os.path.dirname(dest), offset)
+        return self.stream(address, request, remote, path, offset, progress)
+
+    def follow(self, address, name, path, offset, size, progress):
+        """The peer's `follow`: the file up to ``size`` while it may still be arriving there (pipelined), paced
+        by the peer to rate_limit, ending with an error when the peer's sync failed or stalled for `timeout` s."""
+        problem = self.key_problem(address)
+        if problem:
+            raise TransferError(problem)
+        dest = self.params['dest']
+        remote = os.path.join(dest, name)
+        request = access.check_follow_request(remote, os.path.dirname(dest), offset, size, self.params['timeout'],
+                                              self.params['rate_limit'])
+        return self.stream(address, request, remote, path, offset, progress)
+
+    def stream(self, address, request, remote, path, offset, progress):
+        """Runs one request on the peer with its stdout appended to path (truncated first when offset is 0)."""
+        argv = model_sync.ssh_argv(self.params, address, request)
         if not offset:
             open(path, 'wb').close()
         start = os.path.getsize(path)
@@ -242,5 +268,5 @@ class Peers(object):
             watcher.join()
         count = os.path.getsize(path) - start
         if rc != 0:
-            raise TransferError('ssh %s read %s: %s' % (address, remote, access.ssh_failure(rc, err)))
+            raise TransferError('ssh %s %s %s: %s' % (address, request.split(' ', 1)[0], remote, access.ssh_failure(rc, err)))
         return count

@@ -8,8 +8,13 @@ do); the module runs it with the real adapters (model_sync_adapters), the unit t
 Adapters: files (exists, lexists, islink, getsize, unlink, unsafe(path), make_dirs(path), read_text, write_text,
 sizes(staging, manifest), shard_problem, sha256, publish(staging, dest, marker), record_cache(path, dest, digests),
 progress(path, total, source, wave) -> set(force, **fields), add(n), started); mirror (fetch(file, path, offset,
-progress) -> bytes); peers (state(address) -> str, fetch(address, file, path, offset, progress) -> bytes);
-clock (time(), sleep(seconds)).
+progress) -> bytes); peers (state(address) -> str, fetch(address, file, path, offset, progress) -> bytes,
+follow(address, file, path, offset, size, progress) -> bytes); clock (time(), sleep(seconds)).
+
+Pipelined distribution (``distribution: pipelined``): no wait for the source to finish; each file is followed
+from the source while it still arrives there, and when the source fails or stalls the file is continued from the
+bytes this host has, from the next of the row's ``sources`` (its source's source, ..., the hosts that have the
+version whole, the mirror).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -89,6 +94,48 @@ def transfer(plan, result, source, row, staging, files, mirror, peers, progress)
         transferred[source] += count
 
 
+def transfer_pipelined(params, plan, result, row, staging, files, mirror, peers, progress):
+    """Each file from the first of the row's sources that brings it whole; the next one continues from the bytes
+    this host has. A source that failed once is not asked again for the next files."""
+    chain = [s for s in row['sources'] if s['name'] is not None or params['mirror']]
+    transferred = result['transferred_bytes'] = {}
+    fell = []
+    at = 0
+    for item, shown in zip(plan, result['files']):
+        if item['action'] == 'have':
+            continue
+        path = os.path.join(staging, item['file'])
+        offset = first = item['offset']
+        while True:
+            name = chain[at]['name'] or 'mirror'
+            progress.set(force=True, file=item['file'], source=name)
+            try:
+                if chain[at]['name'] is None:
+                    mirror.fetch(item['file'], path, offset, progress)
+                else:
+                    peers.follow(chain[at]['address'], item['file'], path, offset, item['size'], progress)
+                got = files.getsize(path)
+                short = model_sync.short_transfer(got, item['size'], got - offset)
+                if short:
+                    raise TransferError(short)
+            except (TransferError, IOError, OSError) as exc:
+                got = files.getsize(path) if files.exists(path) else 0
+                transferred[name] = transferred.get(name, 0) + max(0, got - offset)
+                if at + 1 >= len(chain):
+                    result['fallback'] = '; '.join(fell)
+                    raise Failed(model_sync.interrupted(item, name, got, exc, staging))
+                fell.append('%s: %s (%s at byte %d)' % (name, exc, item['file'], got))
+                at += 1
+                offset = got
+                continue
+            transferred[name] = transferred.get(name, 0) + max(0, got - offset)
+            break
+        shown['bytes'] = files.getsize(path) - first
+    result['fallback'] = '; '.join(fell)
+    result['source'] = chain[at]['name'] or 'mirror'
+    return result['source']
+
+
 def run(params, files, mirror, peers, clock, check_mode=False, diff=False):
     """One sync -> (msg, result): msg None on success (or nothing to do), else why it failed."""
     result = {}
@@ -114,7 +161,7 @@ def sync(params, result, files, mirror, peers, clock, check_mode, diff):
         raise Failed(model_sync.not_this_version(dest, params['version']))
     staging = model_sync.staging_dir(dest)
     plan = model_sync.transfers(manifest, files.sizes(staging, manifest))
-    row = model_sync.own_row(params['peers'], params['host'] or '')
+    row = model_sync.own_row(params['peers'], params['host'] or '', params['distribution'], params['fanout'])
     source = row['source'] or 'mirror'
     problem = model_sync.source_problem(row, dest, manifest, params['mirror'], params['version'])
     if problem:
@@ -153,7 +200,8 @@ def sync(params, result, files, mirror, peers, clock, check_mode, diff):
 
 
 def wait_transfer_verify(params, result, plan, row, source, manifest, staging, files, mirror, peers, clock, progress):
-    if row['source'] is not None:
+    pipelined = params['distribution'] == 'pipelined'
+    if row['source'] is not None and not pipelined:
         progress.set(force=True, state='waiting')
         why = wait_for_peer(params, row, peers, clock)
         if why is not None:
@@ -165,7 +213,10 @@ def wait_transfer_verify(params, result, plan, row, source, manifest, staging, f
     started = clock.time()
     progress.started = started
     progress.set(force=True, state='transferring', source=source)
-    transfer(plan, result, source, row, staging, files, mirror, peers, progress)
+    if pipelined:
+        source = transfer_pipelined(params, plan, result, row, staging, files, mirror, peers, progress)
+    else:
+        transfer(plan, result, source, row, staging, files, mirror, peers, progress)
     result['seconds'] = round(clock.time() - started, 3)
 
     progress.set(force=True, state='verifying')

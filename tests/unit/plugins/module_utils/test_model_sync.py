@@ -53,11 +53,11 @@ def test_a_hosts_source_always_comes_before_it_in_play_order_or_already_has_it()
 
 def test_own_row_names_the_sources_address():
     peers = [{'name': 'a', 'address': '10.0.0.1', 'have': True}, {'name': 'b', 'address': '10.0.0.2', 'have': False}]
-    assert model_sync.own_row(peers, 'b') == {'wave': 0, 'source': 'a', 'source_address': '10.0.0.1'}
+    assert model_sync.own_row(peers, 'b') == {'wave': 0, 'source': 'a', 'source_address': '10.0.0.1', 'sources': []}
     assert model_sync.own_row(peers, 'a')['wave'] is None
     # a host missing from the list (not reached by the play's facts) still gets a row: last in order
-    assert model_sync.own_row(peers, 'c') == {'wave': 1, 'source': 'a', 'source_address': '10.0.0.1'}
-    assert model_sync.own_row([], 'solo') == {'wave': 0, 'source': None, 'source_address': None}
+    assert model_sync.own_row(peers, 'c') == {'wave': 1, 'source': 'a', 'source_address': '10.0.0.1', 'sources': []}
+    assert model_sync.own_row([], 'solo') == {'wave': 0, 'source': None, 'source_address': None, 'sources': []}
 
 
 @pytest.mark.parametrize('manifest, fragment', [
@@ -114,3 +114,53 @@ def test_final_line_says_what_moved_from_where():
     assert line == 'sy-03  model sync  done: 4.0 MiB from sy-01 in 2.0s  2.0 MiB/s, verified in 0.5s'
     assert 'FAILED: boom' in model_sync.final_line('sy-03', {'failed': True, 'msg': 'boom'})
     assert 'already here' in model_sync.final_line('sy-03', {'state': 'present', 'version_dir': '/m/v1'})
+
+
+# ---- pipelined distribution ------------------------------------------------------------------------------------
+
+def test_a_chain_the_first_from_the_mirror_every_next_from_the_one_before_all_at_once():
+    plan = model_sync.pipeline(['h1', 'h2', 'h3', 'h4'], set())
+    assert plan == {'h1': {'wave': 0, 'source': None, 'sources': [None]},
+                    'h2': {'wave': 1, 'source': 'h1', 'sources': ['h1', None]},
+                    'h3': {'wave': 2, 'source': 'h2', 'sources': ['h2', 'h1', None]},
+                    'h4': {'wave': 3, 'source': 'h3', 'sources': ['h3', 'h2', 'h1', None]}}
+
+
+def test_the_first_reads_from_a_host_that_has_it_whole_and_the_mirror_comes_last():
+    plan = model_sync.pipeline(['h1', 'h2', 'h3', 'h4'], {'h3'})
+    assert plan == {'h1': {'wave': 0, 'source': 'h3', 'sources': ['h3', None]},
+                    'h2': {'wave': 1, 'source': 'h1', 'sources': ['h1', 'h3', None]},
+                    'h4': {'wave': 2, 'source': 'h2', 'sources': ['h2', 'h1', 'h3', None]}}
+    # two hosts that have it: two chains, and each chain falls back on the other whole host before the mirror
+    plan = model_sync.pipeline(['a', 'b', 'c', 'd', 'e', 'f'], {'a', 'b'})
+    assert plan['c']['sources'] == ['a', 'b', None] and plan['d']['sources'] == ['b', 'a', None]
+    assert plan['e']['sources'] == ['c', 'a', 'b', None] and plan['f']['sources'] == ['d', 'b', 'a', None]
+    assert model_sync.pipeline(['a'], {'a'}) == {}
+
+
+def test_a_tree_of_fan_out_two_and_the_mirror_read_by_one_host_only():
+    order = ['h%02d' % i for i in range(24)]
+    plan = model_sync.pipeline(order, set(), fanout=2)
+    assert [h for h, row in plan.items() if row['source'] is None] == ['h00']
+    assert plan['h01']['source'] == 'h00' and plan['h02']['source'] == 'h00' and plan['h03']['source'] == 'h01'
+    served = {}
+    for host, row in plan.items():
+        served[row['source']] = served.get(row['source'], 0) + 1
+        # a source always comes earlier in play order, and its own sources follow it in the fallback list
+        assert row['source'] is None or order.index(row['source']) < order.index(host)
+        if row['source'] is not None:
+            assert row['sources'] == [row['source']] + plan[row['source']]['sources']
+    assert max(served.values()) == 2
+    assert max(row['wave'] for row in plan.values()) == 4  # depth log2(24): 24 hosts, 5 links deep
+    with pytest.raises(ValueError):
+        model_sync.pipeline(order, set(), fanout=0)
+
+
+def test_every_host_computes_the_same_plan_and_takes_its_row_with_addresses():
+    peers = [{'name': 'a', 'address': '10.0.0.1', 'have': False}, {'name': 'b', 'address': '10.0.0.2', 'have': False},
+             {'name': 'c', 'address': '10.0.0.3', 'have': False}]
+    assert model_sync.own_row(peers, 'c', 'pipelined') == {
+        'wave': 2, 'source': 'b', 'source_address': '10.0.0.2',
+        'sources': [{'name': 'b', 'address': '10.0.0.2'}, {'name': 'a', 'address': '10.0.0.1'},
+                    {'name': None, 'address': None}]}
+    assert model_sync.own_row(peers, 'a', 'pipelined')['sources'] == [{'name': None, 'address': None}]

@@ -171,7 +171,8 @@ class FakePeers(FakeMirror):
 def params(**more):
     out = {'dest': DEST + '/', 'version': 'v1', 'manifest': MANIFEST, 'mirror': 'http://mirror/v1', 'host': '', 'peers': [],
            'ssh_key': '/k', 'ssh_user': 'sglang-sync', 'known_hosts': '/kh', 'ssh_options': [], 'peer_wait': 60,
-           'poll_interval': 2.0, 'timeout': 60, 'progress_file': None, 'cache_path': None}
+           'poll_interval': 2.0, 'timeout': 60, 'progress_file': None, 'cache_path': None, 'distribution': 'waves',
+           'fanout': 1, 'rate_limit': 0}
     out.update(more)
     return out
 
@@ -349,3 +350,92 @@ def test_the_host_key_and_the_peers_answer():
     assert model_sync.peer_answer(255, '', 'ssh: connect to host x port 22: No route to host').startswith('unreachable: ')
     argv = model_sync.ssh_argv(params(ssh_options=['-c', 'aes128-gcm@openssh.com']), '10.0.0.1', 'state /v')
     assert argv.index('StrictHostKeyChecking=yes') < argv.index('-c') and argv[-3:] == ['--', '10.0.0.1', 'state /v']
+
+
+# ---- pipelined distribution ------------------------------------------------------------------------------------
+
+class FollowPeers(FakeMirror):
+    """Peers answering `follow`: per address, how many bytes of each file they can give before failing (None: all)."""
+
+    def __init__(self, files, fail_after=None):
+        super(FollowPeers, self).__init__(files)
+        self.fail_after = dict(fail_after or {})
+        self.follows = []
+
+    def state(self, address):
+        raise AssertionError('a pipelined receiver does not wait for its source to finish')
+
+    def follow(self, address, name, path, offset, size, progress):
+        self.follows.append((address, name, offset))
+        assert size == MANIFEST[name]['size']
+        limit = self.fail_after.get(address)
+        data = SOURCE[name][offset:] if limit is None else SOURCE[name][offset:limit]
+        self.files.files[path] = (self.files.files.get(path, b'')[:offset] if offset else b'') + data
+        progress.add(len(data))
+        if limit is not None and offset + len(data) < size:
+            raise TransferError('ssh %s follow: it refused the request: stalled' % address)
+        return len(data)
+
+
+CHAIN = [{'name': 'a', 'address': '10.0.0.1', 'have': False}, {'name': 'b', 'address': '10.0.0.2', 'have': False},
+         {'name': 'c', 'address': '10.0.0.3', 'have': False}]
+FIRST = 'model-00001-of-00002.safetensors'
+
+
+def test_pipelined_follows_its_source_without_waiting_and_publishes_verified():
+    files = FakeFiles()
+    mirror, peers = FakeMirror(files), FollowPeers(files)
+    msg, result = model_sync_driver.run(params(host='c', peers=CHAIN, distribution='pipelined'), files, mirror, peers,
+                                        FakeClock())
+    assert msg is None, msg
+    assert result['source'] == 'b' and result['wave'] == 2 and result['fallback'] == ''
+    assert [f[0] for f in peers.follows] == ['10.0.0.2'] * 3 and mirror.sent == []
+    assert result['transferred_bytes'] == {'b': sum(len(d) for d in SOURCE.values())}
+    assert files.published == DEST
+
+
+def test_pipelined_a_failed_source_hands_over_to_its_source_from_the_bytes_here():
+    files = FakeFiles()
+    mirror, peers = FakeMirror(files), FollowPeers(files, fail_after={'10.0.0.2': 40})
+    msg, result = model_sync_driver.run(params(host='c', peers=CHAIN, distribution='pipelined'), files, mirror, peers,
+                                        FakeClock())
+    assert msg is None, msg
+    # config.json is 25 bytes: whole from b; the first shard stops at 40 and continues from 40 at a, not from 0
+    assert peers.follows == [('10.0.0.2', 'config.json', 0), ('10.0.0.2', FIRST, 0), ('10.0.0.1', FIRST, 40),
+                             ('10.0.0.1', 'model-00002-of-00002.safetensors', 0)]
+    assert result['source'] == 'a' and result['fallback'].startswith('b: ssh 10.0.0.2 follow')
+    assert '%s at byte 40' % FIRST in result['fallback']
+    assert mirror.sent == [] and files.published == DEST
+    assert result['transferred_bytes']['b'] == len(SOURCE['config.json']) + 40
+
+
+def test_pipelined_the_mirror_is_the_last_resort_and_without_one_the_host_fails_keeping_its_bytes():
+    files = FakeFiles()
+    mirror = FakeMirror(files)
+    peers = FollowPeers(files, fail_after={'10.0.0.1': 30, '10.0.0.2': 20})
+    msg, result = model_sync_driver.run(params(host='c', peers=CHAIN, distribution='pipelined'), files, mirror, peers,
+                                        FakeClock())
+    assert msg is None, msg
+    # config.json (25 bytes): 20 from b, the rest from a; the shard: 30 from a, then the mirror from byte 30 (Range)
+    assert peers.follows[:3] == [('10.0.0.2', 'config.json', 0), ('10.0.0.1', 'config.json', 20),
+                                 ('10.0.0.1', FIRST, 0)]
+    assert mirror.sent == [(FIRST, 30), ('model-00002-of-00002.safetensors', 0)]
+    assert result['source'] == 'mirror' and files.published == DEST
+    files = FakeFiles()
+    peers = FollowPeers(files, fail_after={'10.0.0.1': 30, '10.0.0.2': 20})
+    msg, result = model_sync_driver.run(params(host='c', peers=CHAIN, distribution='pipelined', mirror=''), files,
+                                        None, peers, FakeClock())
+    assert msg.startswith('Transfer of %s from a interrupted at 30 of' % FIRST), msg
+    assert files.files[STAGING + '/.sync-failed'].startswith(msg[:40].encode())
+    assert len(files.files[STAGING + '/' + FIRST]) == 30 and result['fallback'].startswith('b: ')
+
+
+@pytest.mark.parametrize('more, fragment', [
+    ({'fanout': 0}, 'fanout: '),
+    ({'fanout': 17}, 'fanout: '),
+    ({'rate_limit': -1}, 'rate_limit: '),
+    ({'timeout': 0}, 'timeout: '),
+])
+def test_bad_pipelined_options_name_the_option(more, fragment):
+    msg, result = model_sync_driver.run(params(distribution='pipelined', **more), FakeFiles(), None, None, FakeClock())
+    assert msg.startswith(fragment) and result == {}
