@@ -35,7 +35,7 @@ description:
     Which source, and when, is decided by module_utils/model/model_sync.py from O(peers); hosts sync in waves, every host
     that has the version serves one that does not, and the mirror serves only in a wave where no host has it. A
     host waits (up to O(peer_wait) seconds) for its source to finish first; if the source fails or the wait runs
-    out, it falls back to the mirror. With O(distribution=pipelined) no host waits: each follows its source's
+    out, it falls back to the mirror. With O(distribution=pipelined) no host waits, each follows its source's
     files as they arrive there (see O(distribution)).
   - B(Resume.) A partial file in the staging directory is continued from its size (HTTP C(Range), or the peer's
     C(tail) offset); a file longer than declared is fetched again. A failed run leaves the staging directory as it

@@ -29,7 +29,7 @@ GROUPS_TABLE=(
   "plan|/var/lib/llmops-sglang-fleet-plan|fp|tests/integration/test_plan.py tests/integration/test_security.py tests/integration/test_router_claims.py"
   "sync|/var/lib/llmops-sglang-fleet-sync|fs|tests/integration/test_sync.py tests/integration/test_wait_ready.py tests/integration/test_sandbox.py tests/integration/test_failure_families.py"
   "router|/var/lib/llmops-sglang-fleet-router|fr|tests/integration/test_router.py tests/integration/test_canary_router.py"
-  "day2|/var/lib/llmops-sglang-fleet-day2|fd|tests/integration/test_day2.py"
+  "day2|/var/lib/llmops-sglang-fleet-day2|fd|tests/integration/test_day2.py tests/integration/test_sync_pipeline.py"
   "canary|/var/lib/llmops-sglang-fleet-canary|fk|tests/integration/test_canary.py"
 )
 

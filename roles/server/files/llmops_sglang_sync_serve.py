@@ -129,8 +129,8 @@ def follow(req):
             if verdict == 'done':
                 return 0
             if verdict == 'failed':
-                return refuse('%s: this host\'s own sync of %s failed at byte %d (%s)' % (path, parts[0], position,
-                                                                                       FAILED_NAME))
+                why = '%s: this host\'s own sync of %s failed at byte %d (%s)'
+                return refuse(why % (path, parts[0], position, FAILED_NAME))
             if verdict == 'stalled':
                 return refuse('%s: stalled at byte %d of %d, nothing arrived for %ds' % (path, position, size, stall))
             time.sleep(0.05)
