@@ -59,8 +59,11 @@ def is_file(source):
 
 # Cited messages the release extends after the cited expression (`msg += ...`): matched as a prefix.
 # tqdm lines are the description then the bar.
+# distributed/bootstrap.py:445 `msg = "..."` then `msg += f"{pre_model_load_memory=}, ..."` (:446-448);
+# utils/common.py:2430 and :2435 `f"..." + message` (assert_pkg_version's caller's advice).
 EXTENDED = {('managers/scheduler_components/metrics_reporter.py', 754), ('model_loader/weight_utils.py', 1166),
-            ('model_executor/runner/decode_cuda_graph_runner.py', 1343)}
+            ('model_executor/runner/decode_cuda_graph_runner.py', 1343), ('distributed/bootstrap.py', 445),
+            ('utils/common.py', 2430), ('utils/common.py', 2435)}
 _EXCEPTION = r'(?:[A-Za-z_][\w.]*: )?'          # "RuntimeError: " when it is an exception's traceback line
 _UVICORN = r'(?:(?:INFO|WARNING|ERROR): +)?'     # uvicorn's levelprefix (uvicorn/logging.py:58-64)
 
@@ -74,7 +77,15 @@ def message_pattern(origin, line):
         body = ''.join('.*?' if index % 2 else re.escape(part) for index, part in enumerate(parts))
     else:
         body = ''.join(re.escape(value.value) if isinstance(value, ast.Constant) else '.*?' for value in node.values)
-    body = body.split('\\\n', 1)[0]  # the first line: the one journald gets with the prefix
+    # One line of the message: journald gets each line apart (the first with the log prefix). The first, unless the
+    # cited source line is the one that writes a later line (transformers' `f"{error_message} ...\n"
+    # f"Please pass the argument ..."`, dynamic_module_utils.py:788-791): the line whose words the cited line holds.
+    lines = body.split('\\\n')
+    cited = source_lines(origin)[line - 1]
+    later = [index for index, text in enumerate(lines[1:], 1)
+             if any(len(word) >= 12 and word in cited for word in re.split(r'\.\*\?', text.replace('\\', '')))]
+    body = lines[later[0]] if later and not any(
+        len(word) >= 12 and word in cited for word in re.split(r'\.\*\?', lines[0].replace('\\', ''))) else lines[0]
     tail = '' if (origin, line) in EXTENDED else '$'
     return re.compile('^' + _EXCEPTION + _UVICORN + body + tail)
 

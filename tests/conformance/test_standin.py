@@ -161,17 +161,21 @@ def _digest(lines):
 
 # (id, model kind, args, fault, until, then, hold_port) -> what real 0.5.23 gives: ('phases', [...]) for a start that
 # gets ready, ('phase', name) for a hang in that phase, ('cause', signature name) for a failure.
-FAULTS = ['crash@init:%s' % cause for cause in ('scheduler_exception', 'nccl', 'port_in_use', 'oom_killer')] + \
+FAULTS = ['crash@init:%s' % cause for cause in ('scheduler_exception', 'nccl', 'port_in_use', 'oom_killer',
+                                                 'missing_package', 'gpu_memory_unbalanced', 'trust_remote_code')] + \
     ['crash@weights:%s' % cause for cause in ('scheduler_exception', 'oom', 'oom_killer')] + \
     ['crash@kv_cache:%s' % cause for cause in ('scheduler_exception', 'oom', 'oom_killer')] + \
-    ['crash@cuda_graph:%s' % cause for cause in ('scheduler_exception', 'oom', 'nccl', 'oom_killer')] + \
+    ['crash@cuda_graph:%s' % cause for cause in ('scheduler_exception', 'oom', 'nccl', 'oom_killer',
+                                                 'capture_failed')] + \
     ['crash@weights:compressed_tensors_too_old'] + \
     ['crash@warmup:%s' % cause for cause in ('warmup_error', 'detokenizer_exception', 'tokenizer_exception',
-                                             'watchdog_timeout')]
+                                             'watchdog_timeout', 'oom_killer')]
 CAUSE_OF = {'scheduler_exception': 'subprocess_exception', 'nccl': 'nccl', 'port_in_use': 'port_in_use',
             'oom_killer': 'scheduler_oom_killed', 'warmup_error': 'warmup_failed',
             'compressed_tensors_too_old': 'compressed_tensors_too_old', 'detokenizer_exception': 'subprocess_exception',
-            'tokenizer_exception': 'subprocess_exception', 'watchdog_timeout': 'watchdog_timeout'}
+            'tokenizer_exception': 'subprocess_exception', 'watchdog_timeout': 'watchdog_timeout',
+            'missing_package': 'missing_package', 'gpu_memory_unbalanced': 'gpu_memory_unbalanced',
+            'capture_failed': 'cuda_graph_failed', 'trust_remote_code': 'trust_remote_code'}
 OOM_OF = {'weights': 'cuda_oom', 'kv_cache': 'not_enough_memory', 'cuda_graph': 'cuda_oom'}
 HANG_UNTIL = {'init': r'Init parallel begin|Init torch distributed begin', 'weights': r'Load weight begin',
               'kv_cache': r'Load weight end', 'cuda_graph': r'(?i)Capture .*graph begin'}
@@ -183,6 +187,8 @@ def _scenarios():
     for fault in FAULTS:
         phase, cause = fault[len('crash@'):].split(':')
         expected = OOM_OF[phase] if cause == 'oom' else CAUSE_OF[cause]
+        if (phase, cause) == ('warmup', 'oom_killer'):  # after the load: the subprocess watchdog reports it
+            expected = 'subprocess_crashed'
         out.append((fault, 'llama', (), fault, None, None, False, ('cause', expected)))
     for phase, until in sorted(HANG_UNTIL.items()):
         out.append(('hang@' + phase, 'llama', (), 'hang@' + phase, until, _sigterm, False, ('phase', phase)))

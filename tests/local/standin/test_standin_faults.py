@@ -26,13 +26,20 @@ def test_the_failure_families_causes():
     for spec, crash in (("crash@warmup:detokenizer_exception", {"warmup": "detokenizer_exception"}),
                         ("crash@warmup:tokenizer_exception", {"warmup": "tokenizer_exception"}),
                         ("crash@warmup:watchdog_timeout", {"warmup": "watchdog_timeout"}),
-                        ("crash@weights:compressed_tensors_too_old", {"weights": "compressed_tensors_too_old"})):
+                        ("crash@weights:compressed_tensors_too_old", {"weights": "compressed_tensors_too_old"}),
+                        ("crash@init:missing_package", {"init": "missing_package"}),
+                        ("crash@init:gpu_memory_unbalanced", {"init": "gpu_memory_unbalanced"}),
+                        ("crash@cuda_graph:capture_failed", {"cuda_graph": "capture_failed"}),
+                        ("crash@init:trust_remote_code", {"init": "trust_remote_code"}),
+                        ("crash@warmup:oom_killer", {"warmup": "oom_killer"})):
         assert faults.parse(spec).crash == crash
 
 
 @pytest.mark.parametrize("spec", ["crash@loading:oom", "crash@weights:port_in_use", "hang@init:oom", "explode",
                                   "slow_warmup=soon", "retries=3", "crash@init:watchdog_timeout",
-                                  "crash@kv_cache:detokenizer_exception", "crash@warmup:compressed_tensors_too_old"])
+                                  "crash@kv_cache:detokenizer_exception", "crash@warmup:compressed_tensors_too_old",
+                                  "crash@weights:gpu_memory_unbalanced", "crash@warmup:capture_failed",
+                                  "crash@cuda_graph:missing_package"])
 def test_rejects_bad_specs(spec):
     with pytest.raises(faults.FaultError):
         faults.parse(spec)

@@ -31,13 +31,20 @@ import re
 PHASES = ("init", "weights", "kv_cache", "cuda_graph", "warmup")
 # Which causes make sense where; the texts live in signatures.py.
 CAUSES = {
-    "init": ("scheduler_exception", "nccl", "port_in_use", "oom_killer"),
+    # missing_package: the main process' package check before any child (sglang-kernel too old); gpu_memory_unbalanced:
+    # every rank but the one whose GPU another process holds memory on, right after `Init parallel ends`;
+    # trust_remote_code: the checkpoint's tokenizer is its own code (K2.6's tokenization_kimi.py) and the start has no
+    # --trust-remote-code: the main process' tokenizer manager refuses it (with the flag the fault does nothing)
+    "init": ("scheduler_exception", "nccl", "port_in_use", "oom_killer", "missing_package", "gpu_memory_unbalanced",
+             "trust_remote_code"),
     "weights": ("scheduler_exception", "oom", "oom_killer", "compressed_tensors_too_old"),
     "kv_cache": ("scheduler_exception", "oom", "oom_killer"),
-    "cuda_graph": ("scheduler_exception", "oom", "nccl", "oom_killer"),
+    # capture_failed: a capture that fails on something other than memory (one rank's kernel faults)
+    "cuda_graph": ("scheduler_exception", "oom", "nccl", "oom_killer", "capture_failed"),
     # the warmup's first output batch: the detokenizer process or the tokenizer manager raises on it, or its forward
-    # never returns and the scheduler's watchdog fires (README "Fault grammar")
-    "warmup": ("warmup_error", "detokenizer_exception", "tokenizer_exception", "watchdog_timeout"),
+    # never returns and the scheduler's watchdog fires (README "Fault grammar"), or the kernel's OOM killer takes rank 0's
+    # scheduler in it (after the load: the subprocess watchdog's crash line, not the load's `scheduler died`)
+    "warmup": ("warmup_error", "detokenizer_exception", "tokenizer_exception", "watchdog_timeout", "oom_killer"),
 }
 DEFAULT_CAUSE = {"warmup": "warmup_error"}
 

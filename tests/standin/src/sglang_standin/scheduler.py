@@ -130,8 +130,12 @@ class Scheduler(object):
         cause = self.faults.crash_in(phase)
         if not cause:
             return
-        if cause in ("scheduler_exception", "oom_killer") and self.local_index != 0:
+        if cause == "gpu_memory_unbalanced":
+            return  # after `Init parallel ends` (phase_init)
+        if cause in ("scheduler_exception", "oom_killer", "capture_failed") and self.local_index != 0:
             return
+        if cause == "capture_failed":
+            self.crash(signatures.capture_failed(), cause=cause)
         if cause == "oom_killer":
             logfmt.event("crash", phase=phase, cause=cause, rank=self.rank)
             os.kill(os.getpid(), signal.SIGKILL)
@@ -164,6 +168,17 @@ class Scheduler(object):
         self.wait_go()  # rendezvous of the whole TP group (across nodes)
         self.used_gb = 0.62
         self.log.info("Init parallel ends. elapsed=%.2f s" % (time.time() - started))  # distributed/bootstrap.py:190
+        if self.faults.crash_in("init") == "gpu_memory_unbalanced":
+            # 0.5.23 distributed/bootstrap.py:193-220 + :441-450: another process holds 38.5 GiB on the GPU of local
+            # rank 0; get_available_gpu_memory (utils/common.py:427) is free bytes / 2**30, so the values are floats.
+            # Every rank leaves the WORLD all-reduce of the minimum together: the busy rank, which passes the check,
+            # goes on into load_model and logs `Load weight begin` (model_runner.py:1274) while the other ranks
+            # format and log their tracebacks; they SIGQUIT the main process a moment after it.
+            local = (self.total_mib - 500) / 1024.0
+            busiest = local - 38.5
+            if self.local_index != 0:
+                time.sleep(1.0)
+                self.crash(signatures.memory_unbalanced(busiest, local), cause="gpu_memory_unbalanced")
 
     def phase_weights(self):
         self.enter("weights")
@@ -336,6 +351,11 @@ class Scheduler(object):
         if first:  # the first batch pays the JIT/warmup cost
             if self.faults.crash_in("warmup") == "watchdog_timeout":
                 self.watchdog_fires(msg)
+            if self.faults.crash_in("warmup") == "oom_killer" and self.local_index == 0:
+                # the kernel's OOM killer (host RAM) takes rank 0's scheduler in the warmup's first forward: no
+                # traceback; 0.5.23's SubprocessWatchdog (utils/watchdog.py:166-222, started after the load) notices
+                logfmt.event("crash", phase="warmup", cause="oom_killer", rank=self.rank)
+                os.kill(os.getpid(), signal.SIGKILL)
             if self.faults.hangs_in("warmup"):
                 logfmt.event("hang", phase="warmup", rank=self.rank)
                 while True:

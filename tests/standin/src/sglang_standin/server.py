@@ -343,17 +343,44 @@ class Launcher(object):
         signal.signal(signal.SIGQUIT, self.dispatch_sigquit)
         signal.signal(signal.SIGTERM, self.dispatch_sigterm)
         logfmt.event("start", phase="main", start_number=self.faults.start_number)
+        if self.faults.crash_in("init") == "missing_package":
+            self.kernel_too_old()
         if self.faults.crash_in("init") == "port_in_use":
             self.port_in_use()
         # 0.5.23 entrypoints/engine.py:1185 (after PortArgs.init_new, before the schedulers start), on every node:
         # the resolved fields with only the watermark ones redacted, so `'api_key': 'KEY'` is in the journal. Read
         # through ServerArgs.resolved_dict() as the release does (engine.py:173-174), not a copy of it.
         self.log.info("server_args=%s" % (self.args.resolved_dict(),))
+        if self.faults.crash_in("init") == "trust_remote_code" and not self.args.trust_remote_code:
+            self.custom_tokenizer_refused()
         self.spawn_schedulers()
         self.wait_for_schedulers()
         if self.args.node_rank > 0:
             self.serve_follower()
         self.serve_http()
+
+    def kernel_too_old(self):
+        """0.5.23 _set_envs_and_config's sglang-kernel check (entrypoints/engine.py:1961-1966, utils/common.py:2422-2437),
+        before PortArgs and any child: the uncaught Exception's traceback on stderr, launch_server.py:85-86's
+        kill_process_tree(include_parent=False), exit 1."""
+        logfmt.event("crash", phase="main", cause="missing_package")
+        self.log.raw(signatures.kernel_too_old())
+        kill_process_tree(self.log, [], include_parent=False)
+        os._exit(1)
+
+    def custom_tokenizer_refused(self):
+        """0.5.23 launches the schedulers and the detokenizer, then builds the tokenizer manager in the main process
+        (entrypoints/engine.py:1221, :1329, :1339, init_tokenizer_manager :196-203, TokenizerManager :556).
+        K2.6 is multimodal (tokenizer_manager.py:612-634): get_processor (tokenizer_manager.py:4050-4059,
+        utils/hf_transformers/processor.py:340) calls AutoProcessor.from_pretrained, which meets the checkpoint's
+        auto_map without trust_remote_code; transformers 5.19.0 raises ValueError (processing_auto.py:332,
+        dynamic_module_utils.py:787-791), which get_processor re-raises as is (processor.py:348-378).
+        Uncaught: launch_server.py:85-86 kills the children, exit 1. The children are spawned first in 0.5.23 but are
+        still importing torch then (no line of theirs): here the check runs before they are started at all."""
+        logfmt.event("crash", phase="main", cause="trust_remote_code")
+        kill_process_tree(self.log, self.children, include_parent=False)
+        self.log.raw(signatures.custom_tokenizer_refused(self.args.tokenizer_path or self.args.model_path))
+        os._exit(1)
 
     def port_in_use(self):
         """PortArgs.init_new's port checks (0.5.23 server_args.py:868-888, utils/network.py:64-105): 30 x 1 s (x pace),

@@ -17,12 +17,13 @@ SIGQUIT_LINE = "Received sigquit from a child process. It usually means the chil
 # 0.5.23 managers/tokenizer_manager.py:4072-4075 (after the first request) and utils/watchdog.py:214-221.
 SIGQUIT_RUNNING = "SIGQUIT received. signum=None, frame=None. It usually means one child failed."
 SUBPROCESS_CRASHED = "Subprocess %(name)s (pid=%(pid)d) crashed with exit code %(code)s. Triggering SIGQUIT for cleanup..."
+# 0.5.23 model_executor/runner_backend_utils/__init__.py:14-20 CUDA_GRAPH_CAPTURE_FAILED_MSG
 CUDA_GRAPH_HELP = (
     "Possible solutions:\n"
     "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)\n"
-    "2. set --cuda-graph-max-bs to a smaller value (e.g., 16)\n"
-    "3. disable torch compile by not using --enable-torch-compile\n"
-    "4. disable CUDA graph by --disable-cuda-graph. (Not recommended. Huge performance loss)\n"
+    "2. set --cuda-graph-max-bs-decode to a smaller value (e.g., 16)\n"
+    "3. disable decode CUDA graph by --cuda-graph-backend-decode=disabled. "
+    "(Not recommended. Huge performance loss)\n"
     "Open an issue on GitHub https://github.com/sgl-project/sglang/issues/new/choose \n")
 CUSTOM_ALLREDUCE_P2P = ("Setup Custom allreduce failed with CUDART error: peer access is not supported between these two "
                         "devices. To silence this warning, specify --disable-custom-all-reduce explicitly.")
@@ -390,3 +391,82 @@ def watchdog_timeout_lines(pid, timeout, rid, input_ids):
             "self.sampling_params=<sglang.srt.sampling.sampling_params.SamplingParams object at 0x7f3a2c1e5f90>)]"
             % (rid, input_ids))
     return [info] + pyspy_failed(pid) + ["Scheduler watchdog timeout (self.watchdog_timeout=%r, self.soft=False)" % timeout]
+
+
+# ---- more of the load's own checks (issue 25's last families) -----------------------------------------------------
+
+def memory_unbalanced(pre_model_load_memory, local_gpu_memory):
+    """0.5.23 distributed/bootstrap.py:441-450 _check_tp_memory_balance, called by measure_pre_model_load_memory
+    (:193-220, from ModelRunner.init_torch_distributed, model_runner.py:1262) right after `Init parallel ends`: the
+    WORLD minimum of the free memory (pre_model_load_memory) is below 0.9 x this rank's own, and
+    SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK (environ.py:500, default True) makes it a RuntimeError on every rank
+    whose GPU has more free memory than the busiest one."""
+    frames = SCHEDULER_ROOT + PHASE_FRAMES["init"][:1] + [
+        sg("model_executor/model_runner.py", 1262, "init_torch_distributed",
+           "self.pre_model_load_memory = bootstrap.measure_pre_model_load_memory("),
+        sg("distributed/bootstrap.py", 215, "measure_pre_model_load_memory", "_check_tp_memory_balance("),
+        sg("distributed/bootstrap.py", 450, "_check_tp_memory_balance", "raise RuntimeError(msg)"),
+    ]
+    msg = "The memory capacity is unbalanced. Some GPUs may be occupied by other processes. "
+    msg += "pre_model_load_memory=%r, local_gpu_memory=%r, local_gpu_memory * 0.9=%r" % (
+        pre_model_load_memory, local_gpu_memory, local_gpu_memory * 0.9)
+    return "Scheduler hit an exception: " + traceback_text(frames, "RuntimeError: " + msg)
+
+
+def capture_failed():
+    """A CUDA graph capture that fails on something other than memory: 0.5.23
+    model_executor/runner/decode_cuda_graph_runner.py:597-604 wraps the RuntimeError of self.capture() (here torch's
+    AcceleratorError, a RuntimeError, for a kernel's illegal memory access) in
+    Exception(f"Capture cuda graph failed: {e}\n{CUDA_GRAPH_CAPTURE_FAILED_MSG}"); the scheduler logs the chain
+    (get_exception_traceback, scheduler.py:6372)."""
+    inner = SCHEDULER_ROOT + PHASE_FRAMES["cuda_graph"][:2] + [
+        sg("model_executor/runner/decode_cuda_graph_runner.py", 600, "__init__", "self.capture()"),
+        sg("model_executor/runner/decode_cuda_graph_runner.py", 1402, "run_once", "logits_output_or_pp_proxy_tensors = forward("),
+    ]
+    outer = SCHEDULER_ROOT + PHASE_FRAMES["cuda_graph"][:2] + [
+        sg("model_executor/runner/decode_cuda_graph_runner.py", 602, "__init__", "raise Exception("),
+    ]
+    error = ILLEGAL_ACCESS
+    return "Scheduler hit an exception: " + traceback_text(inner, "torch.AcceleratorError: " + error.split(": ", 1)[1].rstrip("\n")) + \
+        "\n\nDuring handling of the above exception, another exception occurred:\n\n" + \
+        traceback_text(outer, "Exception: Capture cuda graph failed: %s\n%s" % (error.split(": ", 1)[1], CUDA_GRAPH_HELP))
+
+
+def kernel_too_old(installed="0.4.8"):
+    """0.5.23 entrypoints/engine.py:1961-1966 (_set_envs_and_config, :1155, before PortArgs and any child) on every
+    CUDA start: assert_pkg_version("sglang-kernel", "0.4.9", ...) (utils/common.py:2422-2437) raises an uncaught
+    Exception in the main process."""
+    frames = LAUNCH_FRAMES + [
+        sg("entrypoints/engine.py", 1155, "_launch_subprocesses", "_set_envs_and_config(server_args)"),
+        sg("entrypoints/engine.py", 1962, "_set_envs_and_config", "assert_pkg_version("),
+        sg("utils/common.py", 2429, "assert_pkg_version", "raise Exception("),
+    ]
+    return main_traceback(frames, "Exception: sglang-kernel is installed with version %s, which is less than the "
+                                  "minimum required version 0.4.9. Please reinstall the latest version with "
+                                  "`pip install sglang-kernel --force-reinstall`" % installed)
+
+
+def custom_tokenizer_refused(model_path):
+    """The main process' tokenizer manager on a checkpoint whose processor/tokenizer is its own code (K2.6's auto_map:
+    kimi_k25_processor.py, tokenization_kimi.py) without --trust-remote-code: transformers 5.19.0
+    resolve_trust_remote_code (dynamic_module_utils.py:741-746 the message for a local folder, :787-791 the raise;
+    processing_auto.py passes upstream_repo in error_message's place, None here), uncaught."""
+    transformers = _site("transformers")
+    frames = LAUNCH_FRAMES + [
+        sg("entrypoints/engine.py", 1339, "_launch_subprocesses",
+           "tokenizer_manager, template_manager = init_tokenizer_manager_func("),
+        sg("entrypoints/engine.py", 203, "init_tokenizer_manager",
+           "tokenizer_manager = TokenizerManagerClass(server_args, port_args)"),
+        sg("managers/tokenizer_manager.py", 556, "__init__", "self.init_tokenizer_and_processor()"),
+        sg("managers/tokenizer_manager.py", 616, "init_tokenizer_and_processor", "_processor = get_processor_wrapper()"),
+        sg("managers/tokenizer_manager.py", 4051, "get_processor_wrapper", "return get_processor("),
+        sg("utils/hf_transformers/processor.py", 340, "get_processor", "processor = AutoProcessor.from_pretrained("),
+        frame(os.path.join(transformers, "models/auto/processing_auto.py"), 332, "from_pretrained",
+              "trust_remote_code = resolve_trust_remote_code("),
+        frame(os.path.join(transformers, "dynamic_module_utils.py"), 788, "resolve_trust_remote_code", "raise ValueError("),
+    ]
+    error_message = ("The repository %s contains custom code which must be executed to correctly load the model. You "
+                     "can inspect the repository content at %s .\n" % (model_path, os.path.abspath(model_path)))
+    return main_traceback(frames, "ValueError: %s You can inspect the repository content at https://hf.co/%s.\n"
+                                  "Please pass the argument `trust_remote_code=True` to allow custom code to be run."
+                          % (error_message, model_path))
