@@ -30,12 +30,29 @@ CRASHES = [
     ("crash@init:port_in_use", ["The port ", "Port is already in use. dist_init_port=",
                                 "ValueError: nccl_port at ", "is not available in 30 seconds."]),
     ("crash@warmup", ["Initialization failed. warmup error: Traceback (most recent call last):"]),
+    # issue 25's last families
+    ("crash@init:gpu_memory_unbalanced", ["Init parallel ends.", "Load weight begin.", "Scheduler hit an exception:",
+                                          "RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by "
+                                          "other processes. pre_model_load_memory=", SIGQUIT_LINE]),
+    ("crash@cuda_graph:capture_failed", ["Scheduler hit an exception:",
+                                         "torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+                                         "During handling of the above exception, another exception occurred:",
+                                         "Exception: Capture cuda graph failed: CUDA error: an illegal memory access",
+                                         "--cuda-graph-backend-decode=disabled", SIGQUIT_LINE]),
+    ("crash@init:missing_package", ["kill_process_tree called: parent_pid=", "Traceback (most recent call last):",
+                                    "Exception: sglang-kernel is installed with version 0.4.8, which is less than the "
+                                    "minimum required version 0.4.9."]),
+    ("crash@init:trust_remote_code", ["kill_process_tree called: parent_pid=", "Traceback (most recent call last):",
+                                      "ValueError: The repository ", "contains custom code which must be executed",
+                                      "Please pass the argument `trust_remote_code=True` to allow custom code to be run."]),
+    ("crash@warmup:oom_killer", ["Prefill batch", "Subprocess scheduler_0 (pid=",
+                                 "crashed with exit code -9. Triggering SIGQUIT for cleanup..."]),
 ]
 
 
 # How each failure ends (0.5.23): kill_process_tree(os.getpid()) SIGKILLs the tree (status=9/KILL), except an
 # uncaught exception in the main process: launch_server.py's `finally` kills the children, Python exits 1.
-EXIT_1 = ("crash@weights:oom_killer", "crash@init:port_in_use")
+EXIT_1 = ("crash@weights:oom_killer", "crash@init:port_in_use", "crash@init:missing_package", "crash@init:trust_remote_code")
 
 
 def assert_killed_tree(server, code=-signal.SIGKILL):

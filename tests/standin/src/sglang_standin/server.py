@@ -361,11 +361,11 @@ class Launcher(object):
 
     def kernel_too_old(self):
         """0.5.23 _set_envs_and_config's sglang-kernel check (entrypoints/engine.py:1961-1966, utils/common.py:2422-2437),
-        before PortArgs and any child: the uncaught Exception's traceback on stderr, launch_server.py:85-86's
-        kill_process_tree(include_parent=False), exit 1."""
+        before PortArgs and any child: launch_server.py:85-86's `finally` kill_process_tree(include_parent=False) while
+        the exception unwinds, then Python prints the uncaught traceback on stderr, exit 1."""
         logfmt.event("crash", phase="main", cause="missing_package")
-        self.log.raw(signatures.kernel_too_old())
         kill_process_tree(self.log, [], include_parent=False)
+        self.log.raw(signatures.kernel_too_old())
         os._exit(1)
 
     def custom_tokenizer_refused(self):
