@@ -188,9 +188,12 @@ def test_a_chain_brings_every_file_to_every_host_at_once_with_one_mirror_read(fl
         assert sorted(follows(fleet, host, since)) == sorted((name, 0) for name in manifest), host.name
     assert not follows(fleet, hosts[-1], since)
     # pipelined, not in turn: one copy takes total/RATE s (paced); in turn the last host would need len(hosts) copies
+    # (all started at the same moment: `wall` is when each host's run returned; in turn, the last host would return
+    # (hosts - 1) copies after the first, at least 2 x 16 s; pipelined, within about one link's delay of it)
     one_copy = total / float(RATE)
     assert results[names[0]]['seconds'] >= 0.9 * one_copy, results[names[0]]
-    assert results[names[-1]]['seconds'] < 2.0 * one_copy, (one_copy, {n: results[n]['seconds'] for n in names})
+    walls = {n: round(results[n]['wall'], 1) for n in names}
+    assert walls[names[-1]] - walls[names[0]] < 1.5 * one_copy, (one_copy, walls)
 
 
 def test_a_middle_host_killed_mid_file_is_routed_around_and_the_hosts_behind_resume(fleet, hosts, checkpoint, mirror):
@@ -229,8 +232,11 @@ def test_a_middle_host_killed_mid_file_is_routed_around_and_the_hosts_behind_res
     behind = results[hosts[2].name]
     assert behind['fallback'].startswith('%s: ' % middle.name) and 'stalled' in behind['fallback'], behind['fallback']
     assert behind['transferred_bytes'].get(middle.name, 0) > 0 and behind['transferred_bytes'].get(hosts[0].name, 0) > 0
-    resumed = [offset for name, offset in follows(fleet, hosts[0], since) if name == cut_file and offset > 0]
-    assert resumed, 'the first host served no follow of %s from past byte 0' % cut_file
+    # where it gave up on the killed host (its fallback says FILE at byte N), the first host served it from byte N
+    given_up = re.search(r'\((\S+) at byte (\d+)\)', behind['fallback'])
+    assert given_up and int(given_up.group(2)) > 0, behind['fallback']
+    served = follows(fleet, hosts[0], since)
+    assert (given_up.group(1), int(given_up.group(2))) in served, (behind['fallback'], served)
     assert all(results[h.name]['source'] != 'mirror' for h in hosts[2:])
 
     # the killed host's next run resumes its partial file (now from a host that has the version whole)
