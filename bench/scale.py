@@ -323,16 +323,14 @@ def render_model(figures):
     per = figures["per_host_at_largest"]
     add("### The model: %d hosts on one controller" % figures["hosts"])
     add("")
-    wall, bound = at["wall_s"]["linear"], figures["cpu_bound_wall_s"]
-    if not (wall and bound and wall > 0 and bound > 0):
-        pace = "(no projection to compare it with)"
-    elif bound >= 0.8 * wall:
-        pace = "so the controller's cores, not the hosts, set the pace"
-    else:
-        pace = "so most of the wall time is waiting (round trips, workers turning over), not the controller's CPU"
+    bound = figures["cpu_bound_wall_s"]
+    busy = (per["controller_cpu_s"] / per["wall_s"]) if per["wall_s"] else None
+    pace = ("at %d hosts the run used %s CPU s per second of wall time (the controller's CPU, measured on a shared "
+            "machine whose other load competed for the same 2 cores: a quiet controller with more cores would get "
+            "closer to that bound, by how much is not measured here)" % (figures["largest"], _fmt(busy, 2, "")))
     add("- **Wall time of the plan pass** (a no-op; every rollout starts with it): %s by the linear fit, %s by the "
         "quadratic one. **Controller CPU**: %s (linear), %s (quadratic); on this machine's %d cores the CPU alone "
-        "bounds the wall time below at %s, %s." % (
+        "bounds the wall time below at %s; %s." % (
             _minutes(at["wall_s"]["linear"]), _minutes(at["wall_s"]["quadratic"]),
             _minutes(at["controller_cpu_s"]["linear"], " CPU min"), _minutes(at["controller_cpu_s"]["quadratic"], " CPU min"),
             figures["cores"], _minutes(bound), pace))

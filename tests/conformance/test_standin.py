@@ -161,12 +161,13 @@ def _digest(lines):
 
 # (id, model kind, args, fault, until, then, hold_port) -> what real 0.5.23 gives: ('phases', [...]) for a start that
 # gets ready, ('phase', name) for a hang in that phase, ('cause', signature name) for a failure.
-FAULTS = ['crash@init:%s' % cause for cause in ('scheduler_exception', 'nccl', 'port_in_use', 'oom_killer',
-                                                 'missing_package', 'gpu_memory_unbalanced', 'trust_remote_code')] + \
+INIT_CAUSES = ('scheduler_exception', 'nccl', 'port_in_use', 'oom_killer', 'missing_package', 'gpu_memory_unbalanced',
+               'trust_remote_code')
+CUDA_GRAPH_CAUSES = ('scheduler_exception', 'oom', 'nccl', 'oom_killer', 'capture_failed')
+FAULTS = ['crash@init:%s' % cause for cause in INIT_CAUSES] + \
     ['crash@weights:%s' % cause for cause in ('scheduler_exception', 'oom', 'oom_killer')] + \
     ['crash@kv_cache:%s' % cause for cause in ('scheduler_exception', 'oom', 'oom_killer')] + \
-    ['crash@cuda_graph:%s' % cause for cause in ('scheduler_exception', 'oom', 'nccl', 'oom_killer',
-                                                 'capture_failed')] + \
+    ['crash@cuda_graph:%s' % cause for cause in CUDA_GRAPH_CAUSES] + \
     ['crash@weights:compressed_tensors_too_old'] + \
     ['crash@warmup:%s' % cause for cause in ('warmup_error', 'detokenizer_exception', 'tokenizer_exception',
                                              'watchdog_timeout', 'oom_killer')]
