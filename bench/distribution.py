@@ -129,7 +129,8 @@ def one_run(fleet, hosts, manifest, mirror_url, way):
     return wall, out
 
 
-def main(argv=None):
+def build_parser():
+    """The script's options (also read by tests/conformance/test_argv.py, which must not take them for SGLang flags)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--state-dir', required=True)
     parser.add_argument('--prefix', required=True)
@@ -138,7 +139,11 @@ def main(argv=None):
     parser.add_argument('--rate-mbit', type=int, default=32, help='each link (and the mirror uplink), Mbit/s')
     parser.add_argument('--ways', default='mirror,waves,pipelined')
     parser.add_argument('--json', help='write the results here too')
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
     sizes = [int(n) for n in args.hosts.split(',')]
     ways = args.ways.split(',')
     tool = FleetTool(state_dir=args.state_dir, prefix=args.prefix, first_index='auto')

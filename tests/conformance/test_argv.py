@@ -129,13 +129,16 @@ OTHER_TOOLS = {'--since', '--no-pager', '--show-cursor', '--no-deps', '--no-inde
 
 
 def _bench_options():
-    """bench/run.py's own options (--only, --skip, ...), read off its parser: the README names them too."""
-    sys.path.insert(0, ROOT)
+    """bench/run.py's own options (--only, --skip, ...) and bench/distribution.py's (--hosts, --mib, ...), read off
+    their parsers: the README and docs/model-sync.md name them too."""
+    sys.path[:0] = [ROOT, os.path.join(ROOT, 'tests')]
     try:
         from bench.cli import build_parser
+        from bench.distribution import build_parser as distribution_parser
     finally:
-        sys.path.remove(ROOT)
-    return {opt for action in build_parser()._actions for opt in action.option_strings}
+        del sys.path[:2]
+    return {opt for parser in (build_parser(), distribution_parser()) for action in parser._actions
+            for opt in action.option_strings}
 
 
 OTHER_TOOLS |= _bench_options()
