@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 from .canary import canary_notes, render_canary
 from .common import CPU_TOOLS, LAG_TOOLS, SCENARIOS, SECTIONS, TOOL_LABELS, WAITER_STALL_TIMEOUT, WAITER_TIMEOUT
 from .cost import cost_notes, render_cost
+from .cpu import cpu_notes, render_cpu
 from .scale import render_scale, scale_notes
 from .model_sync import render_model_sync
 from .rollout import render_rollout, rollout_notes
@@ -105,37 +106,8 @@ def render(results):
                     else "-", ("%s, %s" % (", ".join(entry["reasons"]) or "ready", fmt(entry.get("module_median_lag_s"), " s"))
                                if tool.startswith("waiter") else "")))
         add("")
-    cpu = results.get("cpu")
-    if cpu:
-        add("## 2. CPU cost of waiting on the GPU host")
-        add("")
-        add("Each watcher waits alone on its own host for %.0f s while the server loads at K2.6's real pace "
-            "(stand-in pace 1: 20 s init, 300 s of weights); a control host runs the same load with nobody waiting. "
-            "systemd's CPU accounting does not work inside these hosts (`CPUUsageNSec` is not set: no cpu controller "
-            "is delegated to nspawn), so the figures come from the kernel's per-process accounting in `/proc/PID/stat` "
-            "(utime+stime of live processes plus cutime+cstime of the exited children they reaped, `bench/hostcpu.py`), "
-            "read before and after on the host. *host* = the whole host (the tree of its PID 1) minus the control "
-            "host; *ssh-borne* = the tree of sshd (everything the watcher ran on the host: the waiter's module and its "
-            "`systemctl`/`journalctl`, the seeds' per-poll ssh sessions, uri's module runs) minus control; *server* = "
-            "the server's unit (answering probes). %d round(s), the roles moved to another host each round; "
-            "medians, with each round's host figure to show the spread."
-            % (cpu["window_s"], len(cpu["rounds"])))
-        add("")
-        add("| watcher | host CPU s per min of waiting | ssh-borne | server | rounds (host) | ratio to waiter |")
-        add("|---|---|---|---|---|---|")
-        waiter_cpu = cpu["per_tool"]["waiter"]["host_cpu_s_per_min"]
-        for tool in [t for t in CPU_TOOLS if t in cpu["per_tool"]]:
-            entry = cpu["per_tool"][tool]
-            ratio = ("%.2fx" % (entry["host_cpu_s_per_min"] / waiter_cpu)) if tool != "waiter" and waiter_cpu > 0 else "-"
-            add("| %s | %.3f | %.3f | %.3f | %s | %s |" % (
-                TOOL_LABELS[tool], entry["host_cpu_s_per_min"], entry["ssh_tree_cpu_s_per_min"],
-                entry["server_cpu_s_per_min"], ", ".join("%.3f" % v for v in entry["host_cpu_rounds"]), ratio))
-        control = cpu["control"]
-        add("")
-        add("Control host (server loading, nobody waiting): %.3f CPU s/min for the whole host, of which the server "
-            "%.3f and sshd %.3f (the measurement's own ssh sessions)." % (control["host_total"], control["server"],
-                                                                          control["sshd"]))
-        add("")
+    if results.get("cpu"):
+        lines.extend(render_cpu(results["cpu"]))
     if results.get("rollout"):
         lines.extend(render_rollout(results["rollout"]))
     if results.get("scale"):
@@ -182,6 +154,8 @@ def evaluate(results):
             "met" if false_ready == 0 else "**missed**", false_ready, lag["ready"]["tools"]["seed1"]["false_ready"],
             lag["ready"]["trials"]))
         notes.extend(why_notes(results, waiter))
+    if results.get("cpu"):
+        notes.extend(cpu_notes(results["cpu"]))
     if results.get("rollout"):
         notes.extend(rollout_notes(results["rollout"]))
     if results.get("scale"):
@@ -238,21 +212,5 @@ def why_notes(results, waiter):
                  "sees a crash loop until systemd gives up (`StartLimitBurst=3`, `RestartSec=15`: about 45 s and "
                  "three loads after the first crash): `is-active` says `activating` in between. uri never looks at "
                  "the unit: a crashed server costs it all its retries (120 x 10 s). No baseline detects a hang.")
-    cpu = results.get("cpu")
-    if cpu:
-        per = cpu["per_tool"]
-        quiet = per.get("waiter_quiet")
-        text = ("CPU: the waiter costs the GPU host %.2f CPU s per minute of waiting, %.1f%% of one core; uri + until "
-                "costs %.2f (a new Python module process every 10 s); the seeds' loops cost the host least (%.2f and "
-                "%.2f), because their loop runs on the controller and the host only sees one ssh login and a "
-                "`systemctl is-active` per period." % (
-                    per["waiter"]["host_cpu_s_per_min"], per["waiter"]["host_cpu_s_per_min"] / 60.0 * 100,
-                    per["uri"]["host_cpu_s_per_min"], per["seed1"]["host_cpu_s_per_min"],
-                    per["seed2"]["host_cpu_s_per_min"]))
-        if quiet:
-            text += (" Without the action plugin's live progress (`sglang_wait_progress: false`, no `cat` of the "
-                     "progress file over ssh every few seconds) the waiter costs %.2f." % quiet["host_cpu_s_per_min"])
-        text += (" The rest is the module's own polling: a TCP connect and a /proc read every 0.5 s, `systemctl show` "
-                 "and `journalctl` on the backoff, and its start-up (AnsiballZ, imports) spread over the window.")
-        notes.append(text)
     return notes
+

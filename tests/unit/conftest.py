@@ -43,3 +43,8 @@ def canary():
 @pytest.fixture
 def scale():
     return bench_module('scale')
+
+
+@pytest.fixture
+def cpu():
+    return bench_module('cpu')
