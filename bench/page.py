@@ -6,7 +6,7 @@
 from __future__ import absolute_import, division, print_function
 
 from .canary import canary_notes, render_canary
-from .common import CPU_TOOLS, LAG_TOOLS, SCENARIOS, SECTIONS, TOOL_LABELS, WAITER_STALL_TIMEOUT, WAITER_TIMEOUT
+from .common import LAG_TOOLS, SCENARIOS, SECTIONS, TOOL_LABELS, WAITER_STALL_TIMEOUT, WAITER_TIMEOUT
 from .cost import cost_notes, render_cost
 from .cpu import cpu_notes, render_cpu
 from .scale import render_scale, scale_notes
