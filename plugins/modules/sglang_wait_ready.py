@@ -159,7 +159,8 @@ options:
       - When set, a path on the managed node where a small JSON status (current phase, since when, elapsed, last
         journal line, restarts, probe state, GPU memory, done/ready/reason) is rewritten atomically at every
         change and at least every 5 seconds, for a live display on the controller. Written with mode 0600, with
-        secrets masked. GPU memory in it is refreshed at most every 30 seconds.
+        secrets masked. GPU memory in it is read at each new phase and otherwise at most every 60 seconds
+        (C(nvidia-smi) is the costliest read of the wait).
       - When the module runs as root and the file's directory belongs to another user, the file is given to that
         user (the login user, when the directory is Ansible's remote tmp dir of a C(become) task).
       - The collection's action plugin sets it to a file in the task's remote tmp dir when it is not set (except
