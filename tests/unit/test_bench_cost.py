@@ -143,3 +143,23 @@ def test_the_callback_counts_what_ran_for_the_host():
     callback.v2_runner_on_failed(Result('h2', 'ansible.builtin.command', {'failed': True}), ignore_errors=True)
     callback.v2_runner_on_ok(Result('h2', 'ansible.builtin.assert', {}))
     assert callback.counts == {'h1': 3, 'h2': 1}
+
+
+def test_against_issue_27s_base_a_change_on_all_hosts_must_take_at_most_0_8x(cost):
+    out = result([run('base', 'noop', wall=20.0), run('new', 'noop', wall=19.0),
+                  run('base', 'change_one', wall=50.0), run('new', 'change_one', wall=56.0),
+                  run('base', 'change', wall=317.0), run('new', 'change', wall=260.0)])
+    out['hosts'] = 24
+    out['trees']['base']['rev'] = cost.ISSUE27_BASE
+    notes = cost.cost_notes(out)
+    assert len(notes) == 3, notes
+    assert notes[0].startswith('Target (issue 27) no-op re-run on 24 hosts, no slower than `1a342cd` (main when the '
+                               'issue was filed): met (wall new/base 0.95x')
+    assert 'a change that restarts one host of all on 24 hosts, no slower than `1a342cd` (main when the issue was ' \
+        'filed): **missed** (wall new/base 1.12x' in notes[1]
+    # 260 / 317 = 0.82: above 0.8, missed
+    assert notes[2].startswith('Target (issue 27) a change that restarts every host on 24 hosts, at most 0.8x the wall '
+                               'time of `1a342cd` (main when the issue was filed): **missed** (wall new/base 0.82x: '
+                               '260.00 s vs 317.00 s;'), notes
+    lines = cost.render_cost(out)
+    assert lines[0] == "## Deploy cost: a restart's cost, today's tree against main when issue 27 was filed"
