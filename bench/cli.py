@@ -38,6 +38,7 @@ from .canary import TRIALS as CANARY_TRIALS, run_canary
 from .common import BENCH, COLLECTIONS, LOOP_CAP, REPO, SECTIONS, log
 from .cost import BASE, HOSTS as COST_HOSTS, ROUNDS as COST_ROUNDS, run_cost
 from .cpu import run_cpu
+from .distribution import MIB as DIST_MIB, RATE_MBIT as DIST_RATE_MBIT, SIZES as DIST_SIZES, run_distribution
 from .hosts import BenchFleet, prepare_hosts
 from .lag import run_lag
 from .model_sync import run_model_sync
@@ -71,7 +72,7 @@ def carry_over(results, sections):
         return
     previous = json.loads(path.read_text(encoding="utf-8"))
     keys = {"cpu": ["cpu"], "lag": ["lag_trials", "lag_summary", "lag_hosts"], "sync": ["model_sync"],
-            "rollout": ["rollout"], "scale": ["scale"], "cost": ["cost"], "router": ["router"],
+            "rollout": ["rollout"], "scale": ["scale"], "distribution": ["distribution"], "cost": ["cost"], "router": ["router"],
             "restart": ["router_restart"], "canary": ["canary"]}
     carried = [section for section in SECTIONS if section not in sections
                and any(key in previous for key in keys[section])]
@@ -133,6 +134,13 @@ def build_parser():
     parser.add_argument("--scale-sizes", default=",".join(str(s) for s in SCALE_SIZES),
                         help="hosts of each no-op of the scale section (default %(default)s; the fleet is the largest)")
     parser.add_argument("--scale-trials", type=int, default=SCALE_TRIALS, help="trials per size (default %(default)s)")
+    # Model distribution (section distribution, issue 28): fleet sizes, the checkpoint's MiB and each link's rate.
+    parser.add_argument("--distribution-sizes", default=",".join(str(s) for s in DIST_SIZES),
+                        help="hosts of each distribution run (default %(default)s; the fleet is the largest)")
+    parser.add_argument("--distribution-mib", type=int, default=DIST_MIB,
+                        help="the distribution's checkpoint in MiB (default %(default)s)")
+    parser.add_argument("--distribution-rate-mbit", type=int, default=DIST_RATE_MBIT,
+                        help="each host's link and the mirror's uplink, Mbit/s (default %(default)s)")
     # The deploy cost (section cost): the base tree, the fleet's size and the rounds (default 3, 1 with --quick).
     parser.add_argument("--cost-base", default=BASE, metavar="REV",
                         help="git revision of the base tree the deploy cost compares with (default %(default)s)")
@@ -167,17 +175,20 @@ def main():
         # first deploy alone take minutes); the crash loop trial ends before the seeds' loops could see the start limit.
         plan = {"hosts": 5, "lag_hosts": 4, "lag_trials": 1, "cpu_window": 20.0, "cpu_rounds": 1, "loop_cap": 30.0,
                 "rollout": "rollout" in args.only, "scale": "scale" in args.only, "cost": "cost" in args.only,
+                "distribution": "distribution" in args.only,
                 "cost_rounds": 1, "canary_trials": 1}
     else:
         plan = {"hosts": 6, "lag_hosts": 5, "lag_trials": 5, "cpu_window": 60.0, "cpu_rounds": 3, "loop_cap": 85.0,
-                "rollout": True, "scale": True, "cost": True, "cost_rounds": COST_ROUNDS, "canary_trials": CANARY_TRIALS}
+                "rollout": True, "scale": True, "cost": True, "distribution": True, "cost_rounds": COST_ROUNDS, "canary_trials": CANARY_TRIALS}
     plan["rollout_sizes"] = [int(size) for size in args.rollout_sizes.split(",")]
     if args.cost_rounds is not None:
         plan["cost_rounds"] = args.cost_rounds
     if args.canary_trials is not None:
         plan["canary_trials"] = args.canary_trials
     plan.update({"cost_base": args.cost_base, "cost_hosts": args.cost_hosts,
-                 "scale_sizes": [int(size) for size in args.scale_sizes.split(",")], "scale_trials": args.scale_trials})
+                 "scale_sizes": [int(size) for size in args.scale_sizes.split(",")], "scale_trials": args.scale_trials,
+                 "distribution_sizes": [int(size) for size in args.distribution_sizes.split(",")],
+                 "distribution_mib": args.distribution_mib, "distribution_rate_mbit": args.distribution_rate_mbit})
     LOOP_CAP[0] = plan["loop_cap"]
     started = time.time()
     results = {"quick": args.quick, "seed": seed, "started": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"),
@@ -213,6 +224,17 @@ def main():
             guarded(results, "scale", "scale", lambda: run_scale(plan["scale_sizes"], plan["scale_trials"]))
         else:
             results["extra_notes"].append("The plan pass toward 1,000 hosts not measured in this run (%s)." % (
+                "--quick" if args.quick else "not selected"))
+        load.phase = "distribution"
+        if "distribution" in sections and plan["distribution"]:
+            # Its own fleet (own state dir, prefix bd) of the largest size, tc on its links, down before the next.
+            log("distribution: mirror alone, waves and pipelined at %s hosts, %d MiB, %d Mbit/s" % (
+                plan["distribution_sizes"], plan["distribution_mib"], plan["distribution_rate_mbit"]))
+            guarded(results, "distribution", "distribution",
+                    lambda: run_distribution(plan["distribution_sizes"], plan["distribution_mib"],
+                                             plan["distribution_rate_mbit"], state_dir=args.state_dir + "-dist"))
+        else:
+            results["extra_notes"].append("Model distribution (issue 28) not measured in this run (%s)." % (
                 "--quick" if args.quick else "not selected"))
         load.phase = "cost"
         if "cost" in sections and plan["cost"]:

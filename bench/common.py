@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "bench"
 COLLECTIONS = REPO / ".build" / "collections"
 # The sections of a run, in the order bench/cli.py runs them (--only / --skip choices).
-SECTIONS = ("canary", "rollout", "scale", "cost", "cpu", "lag", "sync", "router", "restart")
+SECTIONS = ("canary", "rollout", "scale", "distribution", "cost", "cpu", "lag", "sync", "router", "restart")
 PORT = 30002
 # The bench units listen on 0.0.0.0 (the seeds' loops probe them from the controller), which the server role refuses
 # without an API key: every probe sends this one (a private fleet's throwaway value, not a secret).

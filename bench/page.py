@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 from .canary import canary_notes, render_canary
 from .common import LAG_TOOLS, SCENARIOS, SECTIONS, TOOL_LABELS, WAITER_STALL_TIMEOUT, WAITER_TIMEOUT
 from .cost import cost_notes, render_cost
+from .distribution import distribution_notes, render_distribution
 from .cpu import cpu_notes, render_cpu
 from .scale import render_scale, scale_notes
 from .model_sync import render_model_sync
@@ -112,6 +113,8 @@ def render(results):
         lines.extend(render_rollout(results["rollout"]))
     if results.get("scale"):
         lines.extend(render_scale(results["scale"]))
+    if results.get("distribution"):
+        lines.extend(render_distribution(results["distribution"]))
     if results.get("cost"):
         lines.extend(render_cost(results["cost"]))
     if results.get("model_sync"):
@@ -160,6 +163,8 @@ def evaluate(results):
         notes.extend(rollout_notes(results["rollout"]))
     if results.get("scale"):
         notes.extend(scale_notes(results["scale"]))
+    if results.get("distribution"):
+        notes.extend(distribution_notes(results["distribution"]))
     if results.get("cost"):
         notes.extend(cost_notes(results["cost"]))
     if results.get("canary"):
