@@ -94,11 +94,32 @@ def transfer(plan, result, source, row, staging, files, mirror, peers, progress)
         transferred[source] += count
 
 
-def transfer_pipelined(params, plan, result, row, staging, files, mirror, peers, progress):
+def pipelined_sources(params, row):
+    """The row's sources a pipelined receiver may use, in order (the mirror only when one is set)."""
+    return [s for s in row['sources'] if s['name'] is not None or params['mirror']]
+
+
+def fetch_from(source, item, path, offset, files, mirror, peers, progress):
+    """One try at the file from ``source`` from ``offset`` on: the bytes it brought; TransferError when it ended
+    before the file is whole (the bytes stay)."""
+    if source['name'] is None:
+        mirror.fetch(item['file'], path, offset, progress)
+    else:
+        peers.follow(source['address'], item['file'], path, offset, item['size'], progress)
+    got = files.getsize(path)
+    short = model_sync.short_transfer(got, item['size'], got - offset)
+    if short:
+        raise TransferError(short)
+    return got - offset
+
+
+def transfer_pipelined(params, plan, result, row, staging, files, mirror, peers, progress, used=None):
     """Each file from the first of the row's sources that brings it whole; the next one continues from the bytes
-    this host has. A source that failed once is not asked again for the next files."""
-    chain = [s for s in row['sources'] if s['name'] is not None or params['mirror']]
+    this host has. A source that failed once is not asked again for the next files. ``used`` ({file: [names]})
+    records who sent bytes of each file (a file that fails its check is fetched again from someone else)."""
+    chain = pipelined_sources(params, row)
     transferred = result['transferred_bytes'] = {}
+    used = {} if used is None else used
     fell = []
     at = 0
     for item, shown in zip(plan, result['files']):
@@ -109,15 +130,11 @@ def transfer_pipelined(params, plan, result, row, staging, files, mirror, peers,
         while True:
             name = chain[at]['name'] or 'mirror'
             progress.set(force=True, file=item['file'], source=name)
+            used.setdefault(item['file'], [])
+            if name not in used[item['file']]:
+                used[item['file']].append(name)
             try:
-                if chain[at]['name'] is None:
-                    mirror.fetch(item['file'], path, offset, progress)
-                else:
-                    peers.follow(chain[at]['address'], item['file'], path, offset, item['size'], progress)
-                got = files.getsize(path)
-                short = model_sync.short_transfer(got, item['size'], got - offset)
-                if short:
-                    raise TransferError(short)
+                count = fetch_from(chain[at], item, path, offset, files, mirror, peers, progress)
             except (TransferError, IOError, OSError) as exc:
                 got = files.getsize(path) if files.exists(path) else 0
                 transferred[name] = transferred.get(name, 0) + max(0, got - offset)
@@ -128,12 +145,56 @@ def transfer_pipelined(params, plan, result, row, staging, files, mirror, peers,
                 at += 1
                 offset = got
                 continue
-            transferred[name] = transferred.get(name, 0) + max(0, got - offset)
+            transferred[name] = transferred.get(name, 0) + count
             break
         shown['bytes'] = files.getsize(path) - first
     result['fallback'] = '; '.join(fell)
     result['source'] = chain[at]['name'] or 'mirror'
     return result['source']
+
+
+def refetch(params, findings, manifest, row, staging, files, mirror, peers, progress, used, result):
+    """Pipelined: each file that failed its check (size, framing, sha256) is removed and fetched again from byte 0
+    from the first source of the row that sent none of its bytes (an upstream that passed bad bytes on is not asked
+    again; the mirror only when no peer is left), then checked again; until every file passes or no other source is
+    left. Returns the findings that remain and the digests of the files fetched again."""
+    chain = pipelined_sources(params, row)
+    transferred = result['transferred_bytes']
+    again = result.setdefault('refetched', [])
+    digests = {}
+    while findings:
+        bad = model_sync.to_remove(findings)
+        if not bad or len(bad) != len(set(f['file'] for f in findings)):
+            return findings, digests      # something a new copy cannot fix (a file missing from the manifest's list)
+        for name in bad:
+            item = {'file': name, 'size': manifest[name]['size']}
+            path = os.path.join(staging, name)
+            tried = used.setdefault(name, [])
+            while True:
+                others = [s for s in chain if (s['name'] or 'mirror') not in tried]
+                if not others:
+                    return findings, digests
+                source = others[0]
+                label = source['name'] or 'mirror'
+                tried.append(label)
+                if files.exists(path):
+                    files.unlink(path)
+                progress.set(force=True, state='transferring', file=name, source=label)
+                try:
+                    count = fetch_from(source, item, path, 0, files, mirror, peers, progress)
+                except (TransferError, IOError, OSError) as exc:
+                    got = files.getsize(path) if files.exists(path) else 0
+                    transferred[label] = transferred.get(label, 0) + got
+                    again.append('%s from %s: %s (at byte %d)' % (name, label, exc, got))
+                    continue
+                transferred[label] = transferred.get(label, 0) + count
+                again.append('%s from %s (it failed its check with bytes from %s)' % (
+                    name, label, ', '.join(tried[:-1])))
+                break
+        progress.set(force=True, state='verifying')
+        findings, more = verify(files, staging, dict((name, manifest[name]) for name in bad))
+        digests.update(more)
+    return findings, digests
 
 
 def run(params, files, mirror, peers, clock, check_mode=False, diff=False):
@@ -213,8 +274,9 @@ def wait_transfer_verify(params, result, plan, row, source, manifest, staging, f
     started = clock.time()
     progress.started = started
     progress.set(force=True, state='transferring', source=source)
+    used = {}
     if pipelined:
-        source = transfer_pipelined(params, plan, result, row, staging, files, mirror, peers, progress)
+        source = transfer_pipelined(params, plan, result, row, staging, files, mirror, peers, progress, used)
     else:
         transfer(plan, result, source, row, staging, files, mirror, peers, progress)
     result['seconds'] = round(clock.time() - started, 3)
@@ -222,6 +284,10 @@ def wait_transfer_verify(params, result, plan, row, source, manifest, staging, f
     progress.set(force=True, state='verifying')
     before = clock.time()
     findings, digests = verify(files, staging, manifest)
+    if findings and pipelined:
+        findings, again = refetch(params, findings, manifest, row, staging, files, mirror, peers, progress, used,
+                                  result)
+        digests.update(again)
     result['verify_seconds'] = round(clock.time() - before, 3)
     if findings:
         for name in model_sync.to_remove(findings):

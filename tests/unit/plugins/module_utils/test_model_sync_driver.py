@@ -357,9 +357,10 @@ def test_the_host_key_and_the_peers_answer():
 class FollowPeers(FakeMirror):
     """Peers answering `follow`: per address, how many bytes of each file they can give before failing (None: all)."""
 
-    def __init__(self, files, fail_after=None):
+    def __init__(self, files, fail_after=None, damaged=None):
         super(FollowPeers, self).__init__(files)
         self.fail_after = dict(fail_after or {})
+        self.damaged = dict(damaged or {})   # {address: {file: bytes it serves instead}}
         self.follows = []
 
     def state(self, address):
@@ -369,7 +370,8 @@ class FollowPeers(FakeMirror):
         self.follows.append((address, name, offset))
         assert size == MANIFEST[name]['size']
         limit = self.fail_after.get(address)
-        data = SOURCE[name][offset:] if limit is None else SOURCE[name][offset:limit]
+        served = self.damaged.get(address, {}).get(name, SOURCE[name])
+        data = served[offset:] if limit is None else served[offset:limit]
         self.files.files[path] = (self.files.files.get(path, b'')[:offset] if offset else b'') + data
         progress.add(len(data))
         if limit is not None and offset + len(data) < size:
@@ -428,6 +430,57 @@ def test_pipelined_the_mirror_is_the_last_resort_and_without_one_the_host_fails_
     assert msg.startswith('Transfer of %s from a interrupted at 30 of' % FIRST), msg
     assert files.files[STAGING + '/.sync-failed'].startswith(msg[:40].encode())
     assert len(files.files[STAGING + '/' + FIRST]) == 30 and result['fallback'].startswith('b: ')
+
+
+def corrupt(data, at):
+    return data[:at] + bytes(bytearray([data[at] ^ 0xff])) + data[at + 1:]
+
+
+def test_pipelined_a_file_that_fails_its_check_is_fetched_again_from_a_source_that_sent_none_of_it():
+    files = FakeFiles()
+    mirror = FakeMirror(files)
+    # b passes on bytes it holds damaged (one byte flipped in the shard's data): c checks, removes it and takes it
+    # again from byte 0 from a, which sent none of it; the version is published whole, the mirror never asked
+    peers = FollowPeers(files, damaged={'10.0.0.2': {FIRST: corrupt(SOURCE[FIRST], len(SOURCE[FIRST]) - 5)}})
+    msg, result = model_sync_driver.run(params(host='c', peers=CHAIN, distribution='pipelined'), files, mirror, peers,
+                                        FakeClock())
+    assert msg is None, msg
+    assert peers.follows[-1] == ('10.0.0.1', FIRST, 0) and len(peers.follows) == 4
+    assert mirror.sent == [] and files.published == DEST
+    assert files.files[DEST + '/' + FIRST] == SOURCE[FIRST]
+    assert result['refetched'] == ['%s from a (it failed its check with bytes from b)' % FIRST]
+    total = sum(len(d) for d in SOURCE.values())
+    assert result['transferred_bytes'] == {'b': total, 'a': len(SOURCE[FIRST])}
+    assert files.cache is None or files.cache[2][FIRST] == MANIFEST[FIRST]['sha256']
+
+
+def test_pipelined_refetch_goes_down_the_row_to_the_mirror_and_fails_when_every_source_sent_bad_bytes():
+    bad = corrupt(SOURCE[FIRST], len(SOURCE[FIRST]) - 5)
+    files = FakeFiles()
+    mirror = FakeMirror(files)
+    peers = FollowPeers(files, damaged={'10.0.0.2': {FIRST: bad}, '10.0.0.1': {FIRST: bad}})
+    msg, result = model_sync_driver.run(params(host='c', peers=CHAIN, distribution='pipelined', cache_path='/c'),
+                                        files, mirror, peers, FakeClock())
+    assert msg is None, msg
+    assert mirror.sent == [(FIRST, 0)] and files.published == DEST
+    assert [r.split(' (')[0] for r in result['refetched']] == ['%s from a' % FIRST, '%s from mirror' % FIRST]
+    assert files.cache[2][FIRST] == MANIFEST[FIRST]['sha256']
+    # without a mirror: the host fails naming the file, removes it, and leaves the failure note for its receivers
+    files = FakeFiles()
+    peers = FollowPeers(files, damaged={'10.0.0.2': {FIRST: bad}, '10.0.0.1': {FIRST: bad}})
+    msg, result = model_sync_driver.run(params(host='c', peers=CHAIN, distribution='pipelined', mirror=''), files,
+                                        None, peers, FakeClock())
+    assert msg.startswith('Version v1 from b failed verification') and '%s has sha256' % FIRST in msg, msg
+    assert STAGING + '/' + FIRST not in files.files and STAGING + '/.sync-failed' in files.files
+    assert files.published is None and len(result['refetched']) == 1
+
+
+def test_waves_do_not_refetch_a_damaged_file():
+    files = FakeFiles()
+    name = sorted(SOURCE)[2]
+    damaged = dict(SOURCE, **{name: SOURCE[name][:-1] + b'\x00'})
+    msg, result = model_sync_driver.run(params(), files, FakeMirror(files, source=damaged), None, FakeClock())
+    assert msg.startswith('Version v1 from mirror failed verification') and 'refetched' not in result
 
 
 @pytest.mark.parametrize('more, fragment', [
