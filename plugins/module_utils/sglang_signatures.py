@@ -457,18 +457,6 @@ FATAL_SIGNATURES = (
                       'f"Capture cuda graph failed: {e}\\n{CUDA_GRAPH_CAPTURE_FAILED_MSG}"'),
                Source('speculative/frozen_kv_mtp_cuda_graph_runner.py', 198,
                       'f"Capture frozen-KV MTP cuda graph failed: {e}\\n"'))),
-    # While serving: the detokenizer keeps the decode state of at most SGLANG_DETOKENIZER_MAX_STATES requests
-    # (managers/detokenizer_manager.py:73, :155), evicting the oldest; a batch for an evicted request still in flight
-    # raises (:386), the event loop logs "DetokenizerManager hit an exception" (subprocess_exception, generic) and
-    # SIGQUITs the server (:564-569). Before watchdog_timeout: the HTTP health check's "couldn't get a response from
-    # detokenizer" that may follow is the cascade.
-    Signature('detokenizer_state_evicted',
-              re.compile(r'Decode status not found for request \S+\. It may be due to the request being evicted'),
-              'The detokenizer tracks at most SGLANG_DETOKENIZER_MAX_STATES requests in flight (default 65536) and '
-              'evicted one that was still running, which stopped the server: raise SGLANG_DETOKENIZER_MAX_STATES in '
-              'sglang_env, or lower --max-running-requests (or the router\'s concurrency for this worker).',
-              False,
-              (Source('managers/detokenizer_manager.py', 386, 'f"Decode status not found for request {rid}. "'),)),
     # The HTTP port's listening paths in 0.5.23 (entrypoints/http_server.py): one server (uvicorn.Server, the default:
     # uvicorn/server.py:190 logs asyncio's or uvloop's create_server error), --tokenizer-worker-num > 1 (uvicorn.run
     # with workers: uvicorn/config.py:605 logs socket.bind's error) and SO_REUSEPORT workers (http_server.py:2738 logs
@@ -557,6 +545,19 @@ FATAL_SIGNATURES = (
               False,
               (Source('models/registry.py', 132, 'logger.warning(f"Ignore import error when loading {name}: {e}")'),)),
     # Generic markers: they say that something failed, the cause is elsewhere.
+    # A rank that loaded waits for the others at the post-load barrier and gives up (0.5.23 model_runner.py:1405-1410,
+    # load_model_utils.py:386-395, after UNBALANCED_MODEL_LOADING_TIMEOUT_S = 480 s, :56): raised inside a scheduler,
+    # so its line always comes with that scheduler's `Scheduler hit an exception`. First of the generic rows: it says
+    # where the cause is (a rank that did not load; on a multi-node start, another node: its journal), where the
+    # exception line only says "the traceback", which here is this rank's wait, not the cause.
+    Signature('other_rank_failed',
+              re.compile(r'could finish the model loading, but there are other ranks that didn\'t finish loading'),
+              'Another TP rank did not finish loading the model (out of memory, a missing shard, a hung or slow node): '
+              'on a multi-node start, read the journal of the other node(s) (the same unit there) for the cause; on '
+              'one node, the failing rank\'s own traceback above.',
+              True,
+              (Source('model_executor/model_runner_components/load_model_utils.py', 394,
+                      'f"TP rank {tp_rank} could finish the model loading, but there are other ranks that didn\'t finish'),)),
     Signature('scheduler_died',
               re.compile(r'scheduler died during initialization|scheduler is dead'),
               'A scheduler (one TP rank) died: its traceback above is the cause.',
@@ -591,7 +592,11 @@ FATAL_SIGNATURES = (
                Source('managers/data_parallel_controller.py', 1007,
                       'f"Scheduler or DataParallelController {proc.pid} terminated with {proc.exitcode}"'))),
     # SIGQUIT: a child asks the main process to tear everything down (during the load: engine.py; after it: the
-    # tokenizer manager's handler).
+    # tokenizer manager's handler). As a verdict a fallback: every SIGQUIT sender of 0.5.23 logs its own line first,
+    # read by a row above (managers/scheduler.py:6372-6373, detokenizer_manager.py:566-569,
+    # data_parallel_controller.py:1011-1012, multi_tokenizer_mixin.py:833-836, utils/watchdog.py:154-163 and :216-221;
+    # utils/common.py:2554-2558 signals a process it has just SIGKILLed). Its pattern is SIGQUIT_RE: the traceback
+    # the waiter shows is the last one before this line (tests/integration/test_failure_families.py asserts both).
     Signature('child_failed',
               re.compile(r'Received sigquit from a child process|SIGQUIT received\. .*It usually means one child failed'),
               'SGLang stopped because a child process failed: the real cause is the traceback before this line.',
@@ -600,19 +605,6 @@ FATAL_SIGNATURES = (
                       '"Received sigquit from a child process. It usually means the child failed."'),
                Source('managers/tokenizer_manager.py', 4074,
                       'f"SIGQUIT received. {signum=}, {frame=}. It usually means one child failed."'))),
-    # A rank that loaded waits for the others at a barrier and gives up: the failing rank's traceback is the cause.
-    Signature('other_rank_failed',
-              re.compile(r'could finish the model loading, but there are other ranks that didn\'t finish loading'),
-              'Another TP rank did not finish loading (often out of memory, a missing shard, or a slow node): its own '
-              'traceback above, or the other node\'s journal, names the cause.',
-              True,
-              (Source('model_executor/model_runner_components/load_model_utils.py', 394,
-                      'f"TP rank {tp_rank} could finish the model loading, but there are other ranks that didn\'t finish'),)),
-    Signature('init_failed',
-              re.compile(r'Initialization failed\. Please see the error messages above'),
-              'Start-up failed: the error messages above this line name the cause.',
-              True,
-              (Source('entrypoints/engine.py', 2032, '"Initialization failed. Please see the error messages above."'),)),
 )
 
 _SIGNATURE_INDEX = dict((s.name, i) for i, s in enumerate(FATAL_SIGNATURES))

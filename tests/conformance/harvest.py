@@ -526,6 +526,17 @@ REASONS = {
     'names_its_cause': 'waived: a start-up refusal whose exception text names the flag, model or checkpoint property '
                        'it refuses; the waiter\'s msg is that traceback line, a hint could only repeat it (config '
                        'validation argparse cannot do, unsupported model/flag combinations)',
+    'unreachable': 'waived: no path of the release reaches it, so no test through the waiter can provoke it (the '
+                   'evidence, per text: entrypoints/engine.py:2030-2033 raises `Initialization failed. Please see the '
+                   'error messages above.` for a scheduler-pipe message whose status is not "ready", and both senders '
+                   'on that pipe send "ready": managers/scheduler.py:1944 get_init_info, '
+                   'managers/data_parallel_controller.py:986-987)',
+    'serving_crash': "waived: a crash while serving, after the start the waiter (the table's only reader) watched; no "
+                     "collection reader watches a serving server's journal, and the text names its own fix "
+                     '(docs/reading-failures.md says where). managers/detokenizer_manager.py:386: the decode state of '
+                     'a request still in flight, evicted from the at most SGLANG_DETOKENIZER_MAX_STATES (default '
+                     "65536) states the detokenizer keeps; a start has a handful of requests in flight (the warmup's, "
+                     "the waiter's probe, a health check)",
     'logged_cause': 'waived: an error record that names its own cause (a failed optional step, a component the start '
                     'reports and then raises from, with the raise harvested too); the waiter shows it in the journal '
                     'excerpt',

@@ -201,8 +201,6 @@ FAMILIES = {
         ('model_executor/pool_configurator.py', 1026, None), ('mem_cache/allocation.py', 170, None),
         ('mem_cache/kv_cache_configurator.py', 3154, None), ('mem_cache/mamba_checkpoint_pool.py', 358, None),
         ('mem_cache/unified_memory_pool.py', 1564, {'factory': 'init_unified_swa_pools'})],
-    'detokenizer_state_evicted': [('managers/detokenizer_manager.py', 386,
-                                   {'rid': '3f2a9c1e0b4d', 'DETOKENIZER_MAX_STATES': '65536'})],
     'gpu_memory_unbalanced': [('distributed/bootstrap.py', 450, None)],
     # SGLang's own "please install": fp4_gemm of the compressed-tensors NVFP4 linear scheme, the sglang-kernel check
     # of every CUDA start (entrypoints/engine.py:1962), a loader's optional package

@@ -267,3 +267,55 @@ def test_an_exception_is_the_cause_when_the_teardown_then_shows_a_scheduler_kill
     # alone, the crash line is still its own cause (a scheduler the OOM killer took leaves no traceback)
     assert digest_of([(101, '[2026-12-03 14:54:15] Subprocess scheduler_0 (pid=6636) crashed with exit code -9. '
                             'Triggering SIGQUIT for cleanup...')]).cause()[2] == 'subprocess_crashed'
+
+
+def _rank_left_at_the_barrier(rank, t):
+    """0.5.23 load_model_utils.py:393-395 in TP rank `rank`'s scheduler (scheduler.py:6372), as journald stores it."""
+    return [
+        (t, '[2026-12-05 19:40:02 TP%d] Scheduler hit an exception: Traceback (most recent call last):' % rank),
+        (t, '  File "/venv/sglang/srt/model_executor/model_runner.py", line 1406, in load_model'),
+        (t, '    dist_barrier_after_load('),
+        (t, '  File "/venv/sglang/srt/model_executor/model_runner_components/load_model_utils.py", line 393, in '
+            'dist_barrier_after_load'),
+        (t, '    raise ValueError('),
+        (t, "ValueError: TP rank %d could finish the model loading, but there are other ranks that didn't finish "
+            "loading. It is likely due to unexpected failures (e.g., OOM) or a slow node." % rank),
+    ]
+
+
+def test_a_node_whose_peer_never_loaded_points_at_the_other_node():
+    # Node 0 of a TP16 start: every local rank loaded and gave up at the post-load barrier after 480 s; then the
+    # launch-phase SIGQUIT line (engine.py:1978). Not "read the traceback": the traceback is this rank's wait.
+    lines = [(10, '[2026-12-05 19:32:02 TP%d] Load weight end. elapsed=3.00 s' % rank) for rank in range(8)]
+    for rank in range(8):
+        lines += _rank_left_at_the_barrier(rank, 490)
+    lines.append((491, '[2026-12-05 19:40:03] Received sigquit from a child process. It usually means the child failed.'))
+    d = digest_of(lines)
+    summary, hint, name = d.cause()
+    assert name == 'other_rank_failed'
+    assert summary.startswith('ValueError: TP rank ') and 'could finish the model loading' in summary
+    assert 'other node' in hint and 'journal' in hint
+    # every rank's exception line and the SIGQUIT line were read too, as the generic rows they are
+    assert set(f.name for f in d.fatals) == set(['other_rank_failed', 'subprocess_exception', 'child_failed'])
+    # a specific cause on this node still names itself (a rank out of memory while the others waited)
+    oom = [(300, '[2026-12-05 19:35:00 TP3] Scheduler hit an exception: Traceback (most recent call last):'),
+           (300, 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.')]
+    assert digest_of(oom + lines).cause()[2] == 'cuda_oom'
+
+
+def test_an_evicted_detokenizer_state_is_shown_in_its_own_words():
+    # managers/detokenizer_manager.py:383-392, a crash while serving no row reads: the detokenizer's exception line
+    # (generic) gives the hint, the traceback's last line, which names SGLANG_DETOKENIZER_MAX_STATES, the message.
+    d = digest_of([
+        (100, '[2026-12-05 19:40:02] DetokenizerManager hit an exception: Traceback (most recent call last):'),
+        (100, '  File "/venv/sglang/srt/managers/detokenizer_manager.py", line 385, in _decode_batch_token_id_output'),
+        (100, '    raise RuntimeError('),
+        (100, 'RuntimeError: Decode status not found for request 3f2a9c1e0b4d. It may be due to the request being '
+              'evicted from the decode status due to memory pressure. Please increase the maximum number of requests '
+              'by setting the SGLANG_DETOKENIZER_MAX_STATES environment variable to a bigger value than the default '
+              'value. The current value is 65536. For more details, see: https://github.com/sgl-project/sglang/issues/2812'),
+        (101, '[2026-12-05 19:40:02] SIGQUIT received. signum=None, frame=None. It usually means one child failed.'),
+    ])
+    summary, hint, name = d.cause()
+    assert name == 'subprocess_exception' and 'DetokenizerManager' in hint
+    assert 'SGLANG_DETOKENIZER_MAX_STATES' in summary
