@@ -394,18 +394,25 @@ def probe_link(bench, rounds=5):
     for cipher in (None, "aes128-gcm@openssh.com"):
         ssh = "%s %s -l sglang-sync %s" % (SSH, "-c %s" % cipher if cipher else "", first["address"])
         entry = {"cipher": cipher or "default"}
-        for what, count, length in (("connect", rounds, 1), ("stream", 1, size)):
-            command = ("s=$(date +%%s.%%N); for i in $(seq %d); do %s 'follow 0 %d 30 0 %s' > /dev/null || exit 1; "
-                       "done; e=$(date +%%s.%%N); echo \"$s $e\"" % (count, ssh, length, path))
+        shared = ("-o ControlMaster=auto -o ControlPath=/run/bench-probe-%C -o ControlPersist=30")
+        for what, count, length in (("connect", rounds, 1), ("shared", rounds, 1), ("stream", 1, size)):
+            via = ssh.replace(" -l ", " %s -l " % shared) if what == "shared" else ssh
+            # the shared connection is opened before the clock starts, as the module's first request opens it
+            warm = "%s 'follow 0 1 30 0 %s' > /dev/null; " % (via, path) if what == "shared" else ""
+            command = ("%ss=$(date +%%s.%%N); for i in $(seq %d); do %s 'follow 0 %d 30 0 %s' > /dev/null || exit 1; "
+                       "done; e=$(date +%%s.%%N); echo \"$s $e\"" % (warm, count, via, length, path))
+            if what == "shared":
+                command += "; ssh -o ControlPath=/run/bench-probe-%%C -O exit -l sglang-sync %s 2>/dev/null" % (
+                    first["address"])
             before = (cgroup_cpu(first["name"]), cgroup_cpu(second["name"]))
             text = bench.run(second["name"], command).strip().split()
             after = (cgroup_cpu(first["name"]), cgroup_cpu(second["name"]))
             seconds = float(text[1]) - float(text[0])
             cpu = (None if None in before or None in after else (after[0] - before[0], after[1] - before[1]))
-            if what == "connect":
-                entry["connect_s"] = round(seconds / count, 3)
+            if what in ("connect", "shared"):
+                entry[what + "_s"] = round(seconds / count, 3)
                 if cpu:
-                    entry["connect_cpu_s"] = round((cpu[0] + cpu[1]) / count, 3)
+                    entry[what + "_cpu_s"] = round((cpu[0] + cpu[1]) / count, 3)
             else:
                 entry["stream_mib_s"] = round(size / seconds / (1 << 20), 1)
                 if cpu:
@@ -566,13 +573,16 @@ def render_distribution(result):
     if result.get("probe"):
         add("")
         add("One peer link without `tc` or a rate limit, as the module's ssh runs it (a host reads from another with "
-            "the sync account's `follow`): a connection (handshake, login, the forced command's start; 5 follows of "
-            "one byte) and a %d MiB stream: %s. Twenty-four links at %d Mbit/s move %.0f MiB/s in all; at these "
+            "the sync account's `follow`): a request on a connection of its own (handshake, login, the peer's PAM "
+            "session, the forced command's start; 5 follows of one byte), the same on one shared connection "
+            "(ControlMaster, as the module does since issue 28's bench) and a %d MiB stream: %s. Twenty-four links at %d Mbit/s move %.0f MiB/s in all; at these "
             "streaming costs that needs about %.2f cores for ssh and the forced command." % (
                 PROBE_MIB,
-                "; ".join("%s cipher: a connection %s s wall, %s CPU s (both ends); streaming %s MiB/s, %s CPU s per "
-                          "GiB on the serving host, %s on the receiving host" % (
+                "; ".join("%s cipher: a request on its own connection %s s wall, %s CPU s (both ends), on a shared "
+                          "one %s s, %s CPU s; streaming %s MiB/s, %s CPU s per GiB on the serving host, %s on the "
+                          "receiving host" % (
                               p["cipher"], _fmt(p.get("connect_s"), 2, ""), _fmt(p.get("connect_cpu_s"), 2, ""),
+                              _fmt(p.get("shared_s"), 2, ""), _fmt(p.get("shared_cpu_s"), 2, ""),
                               _fmt(p.get("stream_mib_s"), 1, ""), _fmt(p.get("server_cpu_s_per_gib"), 2, ""),
                               _fmt(p.get("client_cpu_s_per_gib"), 2, "")) for p in result["probe"]),
                 result["rate_mbit"], 24 * result["rate_bytes_s"] / float(1 << 20),

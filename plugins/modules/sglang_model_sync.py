@@ -244,8 +244,12 @@ def main():
     module = AnsibleModule(argument_spec=model_sync.ARGUMENT_SPEC, supports_check_mode=True)
     params = module.params
     clock = SystemClock()
-    msg, result = model_sync_driver.run(params, SyncFiles(clock), Mirror(params, open_url), Peers(module, params), clock,
-                                        check_mode=module.check_mode, diff=module._diff)
+    peers = Peers(module, params)
+    try:
+        msg, result = model_sync_driver.run(params, SyncFiles(clock), Mirror(params, open_url), peers, clock,
+                                            check_mode=module.check_mode, diff=module._diff)
+    finally:
+        peers.close()
     if msg is not None:
         module.fail_json(msg=msg, **result)
     module.exit_json(**result)

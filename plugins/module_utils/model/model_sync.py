@@ -357,14 +357,30 @@ def staging_subdirs(plan):
     return sorted(set(os.path.dirname(i['file']) for i in plan))
 
 
-def ssh_argv(params, address, command):
+# Seconds an idle shared ssh connection to a peer outlives its last request when the module did not close it (it was
+# killed): the module closes its connections itself at the end (ssh_close_argv).
+CONTROL_PERSIST = 30
+
+
+def ssh_argv(params, address, command, control_path=None):
     """ssh with host key checking fixed: ssh takes the first value it is given for an option, so these come first,
-    and ssh_options may not name them anyway (model_sync_access.ssh_options_problem)."""
+    and ssh_options may not name them anyway (model_sync_access.ssh_options_problem). With ``control_path`` (a
+    socket path in a root-only directory the module made) every request to a peer shares one connection
+    (ControlMaster): the key exchange, the login and the peer's PAM session happen once per peer and run, not once
+    per file (measured: about 1.7 s of wall time each on a loaded host, bench/distribution.py's link probe)."""
+    mux = (['-o', 'ControlMaster=auto', '-o', 'ControlPath=%s' % control_path,
+            '-o', 'ControlPersist=%d' % CONTROL_PERSIST] if control_path else [])
     return (['ssh', '-i', params['ssh_key'], '-o', 'IdentitiesOnly=yes', '-o', 'BatchMode=yes',
              '-o', 'StrictHostKeyChecking=yes', '-o', 'UserKnownHostsFile=%s' % params['known_hosts'],
              '-o', 'GlobalKnownHostsFile=/dev/null', '-o', 'UpdateHostKeys=no', '-o', 'CheckHostIP=no',
              '-o', 'ConnectTimeout=%d' % min(30, params['timeout']), '-o', 'ServerAliveInterval=%d' % max(1, params['timeout'] // 3)]
-            + params['ssh_options'] + ['-l', params['ssh_user'], '--', address, command])
+            + mux + params['ssh_options'] + ['-l', params['ssh_user'], '--', address, command])
+
+
+def ssh_close_argv(params, address, control_path):
+    """Ends the shared connection to ``address`` (``ssh -O exit``), as the module does at the end of a run."""
+    return (['ssh', '-o', 'ControlPath=%s' % control_path] + params['ssh_options']
+            + ['-O', 'exit', '-l', params['ssh_user'], '--', address])
 
 
 def host_key_problem(known_hosts, text, read_error, address, ssh_options):

@@ -12,6 +12,8 @@ __metaclass__ = type
 
 import json
 import os
+import shutil
+import tempfile
 import threading
 import time
 from urllib.parse import quote
@@ -201,6 +203,27 @@ class Peers(object):
     def __init__(self, module, params):
         self.module = module
         self.params = params
+        self.control_dir = None
+        self.used = []
+
+    def argv(self, address, request):
+        """ssh for one request, sharing one connection per peer for the whole run (a root-only 0700 directory from
+        mkdtemp holds the sockets; close() ends the connections and removes it)."""
+        if self.control_dir is None:
+            self.control_dir = tempfile.mkdtemp(prefix='llmops-sync-ssh-')
+        if address not in self.used:
+            self.used.append(address)
+        return model_sync.ssh_argv(self.params, address, request, os.path.join(self.control_dir, '%C'))
+
+    def close(self):
+        """Ends every shared connection of this run and removes the sockets' directory."""
+        if self.control_dir is None:
+            return
+        for address in self.used:
+            self.module.run_command(model_sync.ssh_close_argv(self.params, address,
+                                                              os.path.join(self.control_dir, '%C')))
+        shutil.rmtree(self.control_dir, ignore_errors=True)
+        self.control_dir = None
 
     def key_problem(self, address):
         """Why this peer is not connected to at all (its host key is not known), or None."""
@@ -219,8 +242,7 @@ class Peers(object):
         problem = self.key_problem(address)
         if problem:
             return 'refused: ' + problem
-        rc, out, err = self.module.run_command(
-            model_sync.ssh_argv(self.params, address, access.check_state_request(self.params['dest'])))
+        rc, out, err = self.module.run_command(self.argv(address, access.check_state_request(self.params['dest'])))
         return model_sync.peer_answer(rc, out, err)
 
     def fetch(self, address, name, path, offset, progress):
@@ -245,7 +267,7 @@ class Peers(object):
 
     def stream(self, address, request, remote, path, offset, progress):
         """Runs one request on the peer with its stdout appended to path (truncated first when offset is 0)."""
-        argv = model_sync.ssh_argv(self.params, address, request)
+        argv = self.argv(address, request)
         if not offset:
             open(path, 'wb').close()
         start = os.path.getsize(path)

@@ -153,14 +153,24 @@ def transfer_pipelined(params, plan, result, row, staging, files, mirror, peers,
     return result['source']
 
 
+def refetch_order(chain, sent):
+    """Where a file that failed its check is fetched again, in order: the row's peers that sent none of its bytes,
+    then the peers that did (the damage may be this host's own, or the wire's), then the mirror (once more: only when
+    no peer brings it whole)."""
+    peers = [s for s in chain if s['name'] is not None]
+    return ([s for s in peers if s['name'] not in sent] + [s for s in peers if s['name'] in sent]
+            + [s for s in chain if s['name'] is None])
+
+
 def refetch(params, findings, manifest, row, staging, files, mirror, peers, progress, used, result):
     """Pipelined: each file that failed its check (size, framing, sha256) is removed and fetched again from byte 0
-    from the first source of the row that sent none of its bytes (an upstream that passed bad bytes on is not asked
-    again; the mirror only when no peer is left), then checked again; until every file passes or no other source is
-    left. Returns the findings that remain and the digests of the files fetched again."""
+    (refetch_order: first from a peer that sent none of its bytes), then checked again; each source at most once per
+    file, until every file passes or no source is left. Returns the findings that remain and the digests of the
+    files fetched again."""
     chain = pipelined_sources(params, row)
     transferred = result['transferred_bytes']
     again = result.setdefault('refetched', [])
+    queues = {}
     digests = {}
     while findings:
         bad = model_sync.to_remove(findings)
@@ -169,14 +179,13 @@ def refetch(params, findings, manifest, row, staging, files, mirror, peers, prog
         for name in bad:
             item = {'file': name, 'size': manifest[name]['size']}
             path = os.path.join(staging, name)
-            tried = used.setdefault(name, [])
+            sent = used.setdefault(name, [])
+            queue = queues.setdefault(name, refetch_order(chain, sent))
             while True:
-                others = [s for s in chain if (s['name'] or 'mirror') not in tried]
-                if not others:
+                if not queue:
                     return findings, digests
-                source = others[0]
+                source = queue.pop(0)
                 label = source['name'] or 'mirror'
-                tried.append(label)
                 if files.exists(path):
                     files.unlink(path)
                 progress.set(force=True, state='transferring', file=name, source=label)
@@ -188,8 +197,8 @@ def refetch(params, findings, manifest, row, staging, files, mirror, peers, prog
                     again.append('%s from %s: %s (at byte %d)' % (name, label, exc, got))
                     continue
                 transferred[label] = transferred.get(label, 0) + count
-                again.append('%s from %s (it failed its check with bytes from %s)' % (
-                    name, label, ', '.join(tried[:-1])))
+                again.append('%s from %s (it failed its check with bytes from %s)' % (name, label, ', '.join(sent)))
+                sent.append(label)
                 break
         progress.set(force=True, state='verifying')
         findings, more = verify(files, staging, dict((name, manifest[name]) for name in bad))

@@ -350,6 +350,13 @@ def test_the_host_key_and_the_peers_answer():
     assert model_sync.peer_answer(255, '', 'ssh: connect to host x port 22: No route to host').startswith('unreachable: ')
     argv = model_sync.ssh_argv(params(ssh_options=['-c', 'aes128-gcm@openssh.com']), '10.0.0.1', 'state /v')
     assert argv.index('StrictHostKeyChecking=yes') < argv.index('-c') and argv[-3:] == ['--', '10.0.0.1', 'state /v']
+    assert not [a for a in argv if a.startswith('Control')]
+    # one connection per peer for the run: the module's options (and the shared socket) before the operator's
+    shared = model_sync.ssh_argv(params(ssh_options=['-p', '2222']), '10.0.0.1', 'state /v', '/tmp/d/%C')
+    assert shared[shared.index('ControlMaster=auto') - 1] == '-o' and 'ControlPath=/tmp/d/%C' in shared
+    assert shared.index('ControlPersist=%d' % model_sync.CONTROL_PERSIST) < shared.index('-p')
+    assert model_sync.ssh_close_argv(params(ssh_options=['-p', '2222']), '10.0.0.1', '/tmp/d/%C') == [
+        'ssh', '-o', 'ControlPath=/tmp/d/%C', '-p', '2222', '-O', 'exit', '-l', 'sglang-sync', '--', '10.0.0.1']
 
 
 # ---- pipelined distribution ------------------------------------------------------------------------------------
@@ -462,8 +469,12 @@ def test_pipelined_refetch_goes_down_the_row_to_the_mirror_and_fails_when_every_
     msg, result = model_sync_driver.run(params(host='c', peers=CHAIN, distribution='pipelined', cache_path='/c'),
                                         files, mirror, peers, FakeClock())
     assert msg is None, msg
+    # a (sent none of it), then b again (its bytes may have been damaged on the way), then the mirror
+    assert [f for f in peers.follows if f[1] == FIRST] == [('10.0.0.2', FIRST, 0), ('10.0.0.1', FIRST, 0),
+                                                          ('10.0.0.2', FIRST, 0)]
     assert mirror.sent == [(FIRST, 0)] and files.published == DEST
-    assert [r.split(' (')[0] for r in result['refetched']] == ['%s from a' % FIRST, '%s from mirror' % FIRST]
+    assert [r.split(' (')[0] for r in result['refetched']] == ['%s from %s' % (FIRST, s) for s in ('a', 'b', 'mirror')]
+    assert result['refetched'][2].endswith('(it failed its check with bytes from b, a, b)')
     assert files.cache[2][FIRST] == MANIFEST[FIRST]['sha256']
     # without a mirror: the host fails naming the file, removes it, and leaves the failure note for its receivers
     files = FakeFiles()
@@ -472,7 +483,15 @@ def test_pipelined_refetch_goes_down_the_row_to_the_mirror_and_fails_when_every_
                                         None, peers, FakeClock())
     assert msg.startswith('Version v1 from b failed verification') and '%s has sha256' % FIRST in msg, msg
     assert STAGING + '/' + FIRST not in files.files and STAGING + '/.sync-failed' in files.files
-    assert files.published is None and len(result['refetched']) == 1
+    assert files.published is None and len(result['refetched']) == 2
+
+
+def test_a_host_whose_own_copy_is_damaged_takes_it_again_from_the_peer_that_sent_it_before_the_mirror():
+    chain = model_sync_driver.pipelined_sources(params(mirror='http://m'), {'sources': [
+        {'name': 'a', 'address': '1'}, {'name': 'b', 'address': '2'}, {'name': None, 'address': None}]})
+    assert [s['name'] for s in model_sync_driver.refetch_order(chain, ['a'])] == ['b', 'a', None]
+    assert [s['name'] for s in model_sync_driver.refetch_order(chain, ['mirror'])] == ['a', 'b', None]
+    assert [s['name'] for s in model_sync_driver.refetch_order(chain[:1], ['a'])] == ['a']
 
 
 def test_waves_do_not_refetch_a_damaged_file():
