@@ -162,7 +162,7 @@ def _digest(lines):
 # (id, model kind, args, fault, until, then, hold_port) -> what real 0.5.23 gives: ('phases', [...]) for a start that
 # gets ready, ('phase', name) for a hang in that phase, ('cause', signature name) for a failure.
 INIT_CAUSES = ('scheduler_exception', 'nccl', 'port_in_use', 'oom_killer', 'missing_package', 'gpu_memory_unbalanced',
-               'trust_remote_code')
+               'trust_remote_code', 'no_gpu')
 CUDA_GRAPH_CAUSES = ('scheduler_exception', 'oom', 'nccl', 'oom_killer', 'capture_failed')
 FAULTS = ['crash@init:%s' % cause for cause in INIT_CAUSES] + \
     ['crash@weights:%s' % cause for cause in ('scheduler_exception', 'oom', 'oom_killer')] + \
@@ -176,7 +176,7 @@ CAUSE_OF = {'scheduler_exception': 'subprocess_exception', 'nccl': 'nccl', 'port
             'compressed_tensors_too_old': 'compressed_tensors_too_old', 'detokenizer_exception': 'subprocess_exception',
             'tokenizer_exception': 'subprocess_exception', 'watchdog_timeout': 'watchdog_timeout',
             'missing_package': 'missing_package', 'gpu_memory_unbalanced': 'gpu_memory_unbalanced',
-            'capture_failed': 'cuda_graph_failed', 'trust_remote_code': 'trust_remote_code'}
+            'capture_failed': 'cuda_graph_failed', 'trust_remote_code': 'trust_remote_code', 'no_gpu': 'no_gpu'}
 OOM_OF = {'weights': 'cuda_oom', 'kv_cache': 'not_enough_memory', 'cuda_graph': 'cuda_oom'}
 HANG_UNTIL = {'init': r'Init parallel begin|Init torch distributed begin', 'weights': r'Load weight begin',
               'kv_cache': r'Load weight end', 'cuda_graph': r'(?i)Capture .*graph begin'}
@@ -209,6 +209,11 @@ def _scenarios():
         ('shard-truncated', 'truncated', (), None, None, None, False, ('cause', 'checkpoint_incomplete')),
         # the .venv has no compressed-tensors: for the checkpoint's nvfp4-pack-quantized format that is too old
         ('compressed-tensors-absent', 'kimi_k2', (), None, None, None, False, ('cause', 'compressed_tensors_too_old')),
+        # node 0 of a TP4 start on two nodes whose peer node never finishes loading: both local ranks give up at the
+        # post-load barrier (480 s x pace) with load_model_utils.py:393's ValueError, the generic row that points
+        # at the other node outranks their `Scheduler hit an exception` and the SIGQUIT line
+        ('crash@weights:other_rank', 'llama', ('--tp-size', '4', '--nnodes', '2', '--node-rank', '0'),
+         'crash@weights:other_rank', None, None, False, ('cause', 'other_rank_failed')),
         # run by an interpreter whose include dir has no Python.h (Triton's helper build fails at the capture)
         ('python-headers-missing', 'llama', (), None, None, None, False, ('cause', 'python_headers')),
     ]

@@ -1,4 +1,9 @@
-"""The fault grammar and the start counter (pure logic)."""
+"""The fault grammar and the start counter (pure logic); the last families' causes, run."""
+import os
+import re
+import signal
+import time
+
 import pytest
 
 # standin_helpers puts the stand-in's sources on sys.path.
@@ -31,7 +36,9 @@ def test_the_failure_families_causes():
                         ("crash@init:gpu_memory_unbalanced", {"init": "gpu_memory_unbalanced"}),
                         ("crash@cuda_graph:capture_failed", {"cuda_graph": "capture_failed"}),
                         ("crash@init:trust_remote_code", {"init": "trust_remote_code"}),
-                        ("crash@warmup:oom_killer", {"warmup": "oom_killer"})):
+                        ("crash@warmup:oom_killer", {"warmup": "oom_killer"}),
+                        ("crash@init:no_gpu", {"init": "no_gpu"}),
+                        ("crash@weights:other_rank", {"weights": "other_rank"})):
         assert faults.parse(spec).crash == crash
 
 
@@ -39,7 +46,8 @@ def test_the_failure_families_causes():
                                   "slow_warmup=soon", "retries=3", "crash@init:watchdog_timeout",
                                   "crash@kv_cache:detokenizer_exception", "crash@warmup:compressed_tensors_too_old",
                                   "crash@weights:gpu_memory_unbalanced", "crash@warmup:capture_failed",
-                                  "crash@cuda_graph:missing_package"])
+                                  "crash@cuda_graph:missing_package", "crash@weights:no_gpu", "crash@init:other_rank",
+                                  "crash@kv_cache:other_rank"])
 def test_rejects_bad_specs(spec):
     with pytest.raises(faults.FaultError):
         faults.parse(spec)
@@ -112,3 +120,66 @@ def test_the_degradations_round_trip_to_schedulers():
     again = faults.Faults.from_dict(parsed.as_dict())
     assert (again.decode_slowdown, again.answer_shift, again.error_rate, again.collapse_above) == (1.5, 9, 0.1, 3)
     assert faults.Faults.from_dict(faults.parse("").as_dict()).answer_shift is None
+
+
+# ---- issue 25's last families, run: what the main process and the schedulers print, and how the start ends --------
+
+NO_ACCELERATOR = "RuntimeError: No accelerator (CUDA, XPU, HPU, NPU, MUSA, MPS) or platform plugin is available."
+
+
+@pytest.mark.parametrize("serve", [False, True], ids=["launch_server", "sglang-serve"])
+def test_no_gpu_is_the_main_process_traceback_before_any_child(launch, standin_python, model_dir, serve):
+    """0.5.23: run_server resolves the arguments first (launch_server.py:29), get_device() finds no accelerator
+    (arg_groups/serving_hook.py:652, utils/common.py:1121-1126, chained on the base platform's NotImplementedError,
+    platforms/device_mixin.py:189); the entry's `finally` logs its kill_process_tree, Python prints the traceback
+    (no log prefix) and exits 1. No server_args line (engine.py:1185 comes later), no scheduler."""
+    entry = (os.path.join(os.path.dirname(standin_python), "sglang"), "serve") if serve else ("-m", "sglang.launch_server")
+    server = launch(standin_python, model_dir, "--tp", "2", env={"SGLANG_STANDIN_FAULT": "crash@init:no_gpu"}, entry=entry)
+    assert server.wait_exit() == 1
+    lines = server.lines
+    start = lines.index("Traceback (most recent call last):")
+    assert re.match(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] kill_process_tree called: parent_pid=\d+, "
+                    r"include_parent=False", lines[start - 1]), lines
+    expected = ['platforms/device_mixin.py", line 189, in get_device', "NotImplementedError",
+                "During handling of the above exception, another exception occurred:",
+                'sglang/cli/serve.py", line 106, in _run_llm' if serve else 'sglang/launch_server.py", line 84, in <module>',
+                'sglang/launch_server.py", line 29, in run_server', 'arg_groups/serving_hook.py", line 652, in '
+                'handle_missing_default_values', 'utils/common.py", line 1124, in get_device']
+    position = start
+    for text in expected:
+        position = next(i for i in range(position, len(lines)) if text in lines[i])
+    assert lines[-1] == NO_ACCELERATOR
+    assert not any("server_args=" in line or "Init parallel" in line for line in lines)
+    assert [event.get("cause") for event in server.events_list() if event["event"] == "crash"] == ["no_gpu"]
+
+
+def test_other_rank_waits_the_paced_barrier_then_every_local_rank_gives_up(launch, standin_python, model_dir):
+    """Node 0 of a TP4 start on two nodes whose peer node never loads: each local rank logs `Load weight end`, waits
+    UNBALANCED_MODEL_LOADING_TIMEOUT_S (480 s) x pace at the post-load barrier, then logs the release's ValueError
+    (load_model_utils.py:393-395, `from None`: no chained traceback) and SIGQUITs the main process: the launch phase's
+    SIGQUIT line, kill_process_tree, 9/KILL."""
+    server = launch(standin_python, model_dir, "--tp", "4", "--nnodes", "2", "--node-rank", "0",
+                    env={"SGLANG_STANDIN_FAULT": "crash@weights:other_rank", "SGLANG_STANDIN_PACE": "0.01"})
+    server.wait_for(r"TP[01]\] Load weight end\.")
+    loaded = time.monotonic()
+    server.wait_for(r"^ValueError: TP rank [01] could finish")
+    assert time.monotonic() - loaded > 480 * 0.01 * 0.9  # the paced wait (a lower bound only: the host may be slow)
+    assert server.wait_exit() == -signal.SIGKILL
+    output = server.output
+    # the ranks give up together; the first one's SIGQUIT may end the tree before another has logged (as in 0.5.23)
+    ranks = [int(rank) for rank in re.findall(r"^ValueError: TP rank (\d) could finish", output, re.M)]
+    assert ranks and set(ranks) <= set([0, 1]), output
+    for rank in ranks:
+        assert re.search(r"TP%d\] Scheduler hit an exception: Traceback \(most recent call last\):" % rank, output)
+        assert ("ValueError: TP rank %d could finish the model loading, but there are other ranks that didn't finish "
+                "loading. It is likely due to unexpected failures (e.g., OOM) or a slow node." % rank) in output.splitlines()
+    assert "During handling of the above exception" not in output
+    assert output.index("Received sigquit from a child process. It usually means the child failed.") > \
+        output.index("ValueError: TP rank")
+    assert "other_rank" in [event.get("cause") for event in server.events_list() if event["event"] == "crash"]
+
+
+def test_other_rank_needs_a_multi_node_start(launch, standin_python, model_dir):
+    server = launch(standin_python, model_dir, "--tp", "2", env={"SGLANG_STANDIN_FAULT": "crash@weights:other_rank"})
+    assert server.wait_exit() == 2
+    assert "needs --nnodes 2 or more" in server.output

@@ -34,10 +34,13 @@ CAUSES = {
     # missing_package: the main process' package check before any child (sglang-kernel too old); gpu_memory_unbalanced:
     # every rank but the one whose GPU another process holds memory on, right after `Init parallel ends`;
     # trust_remote_code: the checkpoint's tokenizer is its own code (K2.6's tokenization_kimi.py) and the start has no
-    # --trust-remote-code: the main process' tokenizer manager refuses it (with the flag the fault does nothing)
+    # --trust-remote-code: the main process' tokenizer manager refuses it (with the flag the fault does nothing);
+    # no_gpu: the host shows the server no GPU, and the main process' argument resolution fails first, before any child
     "init": ("scheduler_exception", "nccl", "port_in_use", "oom_killer", "missing_package", "gpu_memory_unbalanced",
-             "trust_remote_code"),
-    "weights": ("scheduler_exception", "oom", "oom_killer", "compressed_tensors_too_old"),
+             "trust_remote_code", "no_gpu"),
+    # other_rank: this node of a multi-node start (--nnodes >= 2) whose peer node never finishes loading: every local
+    # rank loads, logs `Load weight end` and gives up at the post-load barrier (the peer's rendezvous is emulated)
+    "weights": ("scheduler_exception", "oom", "oom_killer", "compressed_tensors_too_old", "other_rank"),
     "kv_cache": ("scheduler_exception", "oom", "oom_killer"),
     # capture_failed: a capture that fails on something other than memory (one rank's kernel faults)
     "cuda_graph": ("scheduler_exception", "oom", "nccl", "oom_killer", "capture_failed"),

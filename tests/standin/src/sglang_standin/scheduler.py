@@ -18,6 +18,9 @@ from sglang_standin.faults import Faults
 
 PR_SET_PDEATHSIG = 1
 DECODE_SECONDS_PER_TOKEN = 0.02  # times the pace factor
+# 0.5.23 model_executor/model_runner_components/load_model_utils.py:56: how long a rank that loaded waits for the
+# others at the post-load barrier (times the pace factor)
+UNBALANCED_MODEL_LOADING_TIMEOUT_S = 480
 GPUS = {  # total memory (GiB as SGLang prints "GB"), nvidia-smi MiB, PCIe-only box
     "h200": (139.81, 143771, False, "NVIDIA H200"),
     "b300": (267.71, 275040, False, "NVIDIA B300 SXM6 AC"),
@@ -132,6 +135,8 @@ class Scheduler(object):
             return
         if cause == "gpu_memory_unbalanced":
             return  # after `Init parallel ends` (phase_init)
+        if cause == "other_rank":
+            return  # after `Load weight end` (phase_weights)
         if cause in ("scheduler_exception", "oom_killer", "capture_failed") and self.local_index != 0:
             return
         if cause == "capture_failed":
@@ -228,7 +233,17 @@ class Scheduler(object):
             quant_str += ", "
         self.log.info("Load weight end. elapsed=%.2f s, type=%s, %savail mem=%.2f GB, mem usage=%.2f GB."
                       % (time.time() - started, self.model.architecture, quant_str, self.avail_gb, weight_gb))
+        if self.faults.crash_in("weights") == "other_rank":
+            self.other_ranks_never_arrive()
         self.barrier("weights")
+
+    def other_ranks_never_arrive(self):
+        """crash@weights:other_rank: the peer node's ranks never reach 0.5.23's post-load barrier
+        (dist_barrier_after_load, model_runner.py:1405-1410, load_model_utils.py:374-395): every rank here waits
+        UNBALANCED_MODEL_LOADING_TIMEOUT_S (x pace) in monitored_barrier, then raises ValueError; each scheduler logs it
+        and SIGQUITs the main process (whose launch-phase handler kills the tree)."""
+        time.sleep(UNBALANCED_MODEL_LOADING_TIMEOUT_S * self.pace)
+        self.crash(signatures.other_ranks_not_loaded(self.rank), cause="other_rank")
 
     def barrier(self, phase):
         self.send(type="phase_done", phase=phase)

@@ -193,6 +193,9 @@ class Launcher(object):
         self.openai_lock = threading.Lock()
         self.request_log = environ.get("SGLANG_STANDIN_REQUEST_LOG") or None
         self.local_ranks = max(1, args.tp_size // max(1, args.nnodes))
+        if faults.crash_in("weights") == "other_rank" and args.nnodes < 2:
+            raise faults_mod.FaultError("crash@weights:other_rank emulates one node of a multi-node start whose peer "
+                                        "node never finishes loading: it needs --nnodes 2 or more")
 
     # ---- failure paths --------------------------------------------------------------------------------------
     def die(self, cause):
@@ -343,6 +346,8 @@ class Launcher(object):
         signal.signal(signal.SIGQUIT, self.dispatch_sigquit)
         signal.signal(signal.SIGTERM, self.dispatch_sigterm)
         logfmt.event("start", phase="main", start_number=self.faults.start_number)
+        if self.faults.crash_in("init") == "no_gpu":
+            self.no_accelerator()
         if self.faults.crash_in("init") == "missing_package":
             self.kernel_too_old()
         if self.faults.crash_in("init") == "port_in_use":
@@ -358,6 +363,17 @@ class Launcher(object):
         if self.args.node_rank > 0:
             self.serve_follower()
         self.serve_http()
+
+    def no_accelerator(self):
+        """A host that shows the server no GPU: 0.5.23 fails in run_server's argument resolution, before
+        _launch_subprocesses and its sglang-kernel check (launch_server.py:29, arg_groups/serving_hook.py:652,
+        utils/common.py:1121-1126): the entry's `finally` kill_process_tree(include_parent=False) (cli/serve.py:224-225,
+        launch_server.py:85-86) while the exception unwinds, then Python prints the chained traceback, exit 1."""
+        logfmt.event("crash", phase="main", cause="no_gpu")
+        kill_process_tree(self.log, [], include_parent=False)
+        # `python -m sglang.launch_server` runs launch_server.py; `sglang serve` the console script (or the CLI module)
+        self.log.raw(signatures.no_accelerator(serve=os.path.basename(sys.argv[0]) != "launch_server.py"))
+        os._exit(1)
 
     def kernel_too_old(self):
         """0.5.23 _set_envs_and_config's sglang-kernel check (entrypoints/engine.py:1961-1966, utils/common.py:2422-2437),
@@ -470,6 +486,8 @@ class Launcher(object):
         """torch.distributed's TCPStore at --dist-init-addr across --nnodes (single node: nothing to do)."""
         if self.args.nnodes <= 1:
             return
+        if self.faults.crash_in("weights") == "other_rank":
+            return  # the peer node joined (emulated): it fails to finish loading later, at the post-load barrier
         host, port = (self.args.dist_init_addr or "127.0.0.1:29500").rsplit(":", 1)
         timeout = self.args.dist_timeout or 600
         deadline = time.monotonic() + timeout

@@ -470,3 +470,58 @@ def custom_tokenizer_refused(model_path):
     return main_traceback(frames, "ValueError: %s You can inspect the repository content at https://hf.co/%s.\n"
                                   "Please pass the argument `trust_remote_code=True` to allow custom code to be run."
                           % (error_message, model_path))
+
+
+# ---- a start without a GPU, and a node whose peer node never finished loading (issue 25's last families) -----------
+
+# The `sglang` console script's frames down to run_server (0.5.23 cli/main.py:51, cli/serve.py:223 and :106) for
+# `sglang serve`: pip's script wrapper, then the CLI; `python -m sglang.launch_server` enters at launch_server.py:84.
+SERVE_FRAMES = [
+    frame(os.path.join(sysconfig.get_paths()["scripts"], "sglang"), 8, "<module>", "sys.exit(main())"),
+    frame(_site("sglang/cli/main.py"), 51, "main", "serve(args, extra_argv)"),
+    frame(_site("sglang/cli/serve.py"), 223, "serve", "registered.backend.run(request)"),
+    frame(_site("sglang/cli/serve.py"), 106, "_run_llm", "run_server(server_args)"),
+]
+NO_ACCELERATOR = "No accelerator (CUDA, XPU, HPU, NPU, MUSA, MPS) or platform plugin is available."
+
+
+def no_accelerator(serve=True):
+    """A start that sees no GPU (no driver, CUDA_VISIBLE_DEVICES empty, /dev/nvidia* not visible to the unit): 0.5.23
+    prepare_server_args only parses (server_args.py:668-720); run_server (launch_server.py:29) resolves the arguments
+    (server_args.py:277, arg_groups/pipeline.py:132, resolution_hooks.py:139), and handle_missing_default_values
+    asks get_device() for the unset --device (arg_groups/serving_hook.py:652). utils/common.py:1072-1126 finds no CUDA,
+    XPU, NPU, HPU, MUSA or MPS and asks the platform: with none detected it is the base SRTPlatform
+    (platforms/__init__.py:185-186), whose get_device raises NotImplementedError (platforms/device_mixin.py:187-189);
+    the except re-raises RuntimeError without `from`, so Python prints both, chained. Uncaught in the main process,
+    before any child: what Python prints on stderr (no log prefix). serve: the `sglang serve` entry, else
+    `python -m sglang.launch_server`."""
+    entry = SERVE_FRAMES if serve else LAUNCH_FRAMES[:3]
+    inner = [sg("utils/common.py", 1122, "get_device", "return current_platform.get_device(device_id)"),
+             sg("platforms/device_mixin.py", 189, "get_device", "raise NotImplementedError")]
+    outer = entry + [
+        frame(_site("sglang/launch_server.py"), 29, "run_server", "server_args.resolve_once()"),
+        sg("server_args.py", 277, "resolve_once", "run_resolution_pipeline(self)"),
+        sg("arg_groups/pipeline.py", 132, "run_resolution_pipeline", "run_hook(handle_missing_default_values, server_args)"),
+        sg("arg_groups/resolution_hooks.py", 139, "run_hook", "step(server_args)"),
+        sg("arg_groups/serving_hook.py", 652, "handle_missing_default_values", "device=get_device(),"),
+        sg("utils/common.py", 1124, "get_device", "raise RuntimeError("),
+    ]
+    return main_traceback(inner, "NotImplementedError") + \
+        "\n\nDuring handling of the above exception, another exception occurred:\n\n" + \
+        main_traceback(outer, "RuntimeError: " + NO_ACCELERATOR)
+
+
+def other_ranks_not_loaded(tp_rank):
+    """0.5.23 ModelRunner.load_model ends with dist_barrier_after_load (model_runner.py:1405-1410, after `Load weight
+    end`): monitored_barrier on the TP group's gloo group, timeout UNBALANCED_MODEL_LOADING_TIMEOUT_S
+    (model_runner_components/load_model_utils.py:56, :386-391); its RuntimeError becomes this ValueError `from None`
+    (:392-395: no chained traceback), logged by the scheduler's run_scheduler_process (scheduler.py:6370-6373)."""
+    frames = SCHEDULER_ROOT + [
+        sg("model_executor/model_runner.py", 715, "initialize", "self.load_model()"),
+        sg("model_executor/model_runner.py", 1406, "load_model", "dist_barrier_after_load("),
+        sg("model_executor/model_runner_components/load_model_utils.py", 393, "dist_barrier_after_load",
+           "raise ValueError("),
+    ]
+    return "Scheduler hit an exception: " + traceback_text(
+        frames, "ValueError: TP rank %d could finish the model loading, but there are other ranks that didn't finish "
+                "loading. It is likely due to unexpected failures (e.g., OOM) or a slow node." % tp_rank)
