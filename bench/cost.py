@@ -12,18 +12,20 @@ Two trees deploy `playbooks/deploy_k26.yml` to one private fleet, alternately: t
 (BASE, the tree before the restructure, or `--cost-base REV`) checked out with `git worktree add --detach` into a
 temporary directory (with its own `.build/collections` link; removed afterwards, also on failure), and the **new**
 tree, the checkout the bench runs from. Each tree's playbook runs with cwd in that tree, its ansible.cfg and
-ANSIBLE_COLLECTIONS_PATH at that tree's `.build/collections`, with the same inventory and extra vars. The fleet is
-deployed first by the new tree, so both start from a deployed fleet.
+ANSIBLE_COLLECTIONS_PATH at that tree's `.build/collections`, with the same inventory and extra vars.
 
-Scenarios, each run by both trees in every round: `noop` (nothing to change), `change_one` (a new environment value
-on the first host only: the plan pass over all hosts plus one restart) and `change` (a new environment value on every
-host for each run, so every host restarts, waits and saves its configuration, in both trees).
+Each round runs both trees in turn, base then new when r is even and new then base when r is odd (ABBA: a drift of the
+machine's load over the run, and whatever the run before leaves warm, fall on both trees alike). A tree's turn begins
+with a converging run of its own (`k26_serial: ['100%']`, kept apart, not in the medians): two trees may render the
+unit or its files differently, and a tree's no-op right after the other tree's runs would then restart every host.
+The first converging run is the fleet's first deploy. Then the tree's scenarios: `noop` (nothing to change),
+`change_one` (a new environment value on the first host only: the plan pass over all hosts plus one restart) and
+`change` (a new environment value on every host for each run, so every host restarts, waits and saves its
+configuration).
 
 Issue 27 (a restart costs the server's load and little else) is judged by the same section against main when that
 issue was filed: `bench/run.py --only cost --cost-base 1a342cd --cost-hosts 24` (ISSUE27_BASE: a change on all hosts
-at most 0.8x the base's wall time, one host's change and a no-op no slower). Round r runs
-base then new when r is even and new then base when r is odd (ABBA: a drift of the machine's load over the run, and
-whatever the run before leaves warm, fall on both trees alike).
+at most 0.8x the base's wall time, one host's change and a no-op no slower).
 
 Measured per run: wall seconds; the controller's CPU seconds (user + sys of ansible-playbook and every process it
 waited for: RUSAGE_CHILDREN deltas); the hosts' CPU seconds (the cgroup v2 `cpu.stat` `usage_usec` of each nspawn
@@ -139,8 +141,8 @@ def render_cost(result):
              "first host only (that host restarts, the others are planned and left alone); **change**, a new "
              "environment value on every "
              "host for each run (every host restarts, waits and saves its configuration, in both trees). %d "
-             "round(s), each running both trees in both scenarios; round r runs base first when r is even, new first "
-             "when odd. *Controller CPU* is user+sys of `ansible-playbook` and the processes it waited for "
+             "round(s), each running both trees, each tree's turn beginning with a converging run of its own (two "
+             "trees may render the unit differently); round r runs base first when r is even, new first when odd. *Controller CPU* is user+sys of `ansible-playbook` and the processes it waited for "
              "(`RUSAGE_CHILDREN`; not the ssh ControlPersist masters, which outlive the run and are shared by both "
              "trees). *Hosts' CPU* is each nspawn host's cgroup `cpu.stat` `usage_usec` (everything on the host: "
              "sshd, the modules, systemd, the stand-in's restart) before and after, summed over the hosts; idle, "
@@ -154,8 +156,14 @@ def render_cost(result):
                  result["rounds"], result["hosts"], result.get("idle_cpu_s_per_s") or 0.0), ""]
     first = result.get("first_deploy")
     if first:
-        lines += ["Fleet up in %.0f s; first deploy by the new tree (`k26_serial: ['100%%']`): %.1f s, rc %d, %d "
-                  "changed." % (result.get("fleet_up_s") or 0, first["wall_s"], first["rc"], first["changed"]), ""]
+        lines += ["Fleet up in %.0f s; first deploy by the %s tree (`k26_serial: ['100%%']`): %.1f s, rc %d, %d "
+                  "changed." % (result.get("fleet_up_s") or 0, first.get("tree", "new"), first["wall_s"], first["rc"],
+                                first["changed"]), ""]
+    converge = result.get("converge") or []
+    if len(converge) > 1:
+        lines += ["Converging runs at the start of each tree's turn (not in the medians): " + "; ".join(
+            "%s round %d: %.1f s, %d changed on %d host(s)" % (r["tree"], r["round"], r["wall_s"], r["changed"],
+                                                               r["hosts_changed"]) for r in converge[1:]) + ".", ""]
     lines += ["| scenario | figure | base (median) | new (median) | new/base | base runs | new runs |",
               "|---|---|---|---|---|---|---|"]
     for scenario in SCENARIOS:
@@ -390,24 +398,31 @@ def run_cost(base_rev=BASE, hosts=HOSTS, rounds=ROUNDS, state_dir=STATE_DIR, pre
 
 
 def measure(fleet, trees, rounds, result):
+    """Each round, each tree in turn (ABBA): first a converging run of that tree (`k26_serial: ['100%']`, kept as a
+    "converge" row, not in the medians), then its scenarios. Two trees may render the unit or its files differently
+    (the base 1a342cd does): without it, a tree's no-op after the other tree's runs would restart every host. Where
+    the trees render alike, the converging run is itself a no-op."""
     names = [host["name"] for host in fleet.hosts]
     run = run_playbook(fleet, REPO / "tests" / "fleet" / "demo_prepare.yml", limit=",".join(names))
     if run["rc"] != 0:
         raise RuntimeError("demo_prepare.yml failed:\n" + run["tail"])
-    log("cost: first deploy by the new tree on %d hosts" % len(names))
-    first = measure_one(fleet, trees["new"], "new", "first deploy", -1, names, extra={"k26_serial": ["100%"]})
-    result["first_deploy"] = first
-    if first["rc"] != 0:
-        raise RuntimeError("first deploy failed:\n" + first["tail"])
-    # The hosts' own CPU while nobody deploys (the stand-in serving nothing, systemd, journald): the floor under the
-    # hosts' figures, which are deltas over a whole run.
-    before, started = hosts_cpu(names), time.time()
-    time.sleep(10)
-    after = hosts_cpu(names)
-    result["idle_cpu_s_per_s"] = round(sum(after[n] - before[n] for n in names) / (time.time() - started), 4)
     for round_index in range(rounds):
-        for scenario in SCENARIOS:
-            for tree in order(round_index):
+        for tree in order(round_index):
+            log("cost: %s converges the fleet (%d hosts)" % (tree, len(names)))
+            converge = measure_one(fleet, trees[tree], tree, "converge", round_index, names,
+                                   extra={"k26_serial": ["100%"]})
+            result.setdefault("converge", []).append(converge)
+            if converge["rc"] != 0:
+                raise RuntimeError("%s could not converge the fleet:\n%s" % (tree, converge["tail"]))
+            if "first_deploy" not in result:
+                result["first_deploy"] = converge
+                # The hosts' own CPU while nobody deploys (the stand-in serving nothing, systemd, journald): the
+                # floor under the hosts' figures, which are deltas over a whole run.
+                before, started = hosts_cpu(names), time.time()
+                time.sleep(10)
+                after = hosts_cpu(names)
+                result["idle_cpu_s_per_s"] = round(sum(after[n] - before[n] for n in names) / (time.time() - started), 4)
+            for scenario in SCENARIOS:
                 if scenario in ("change", "change_one"):
                     for name in names if scenario == "change" else names[:1]:
                         fleet.set_host_env(name, {"BENCH_COST_MARK": "%s-%s-%d" % (tree, scenario, round_index)})
