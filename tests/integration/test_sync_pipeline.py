@@ -13,7 +13,17 @@ peer's forced command), so a transfer lasts long enough to overlap and to be cut
 - a middle host killed mid-file (its module and its ssh): the hosts behind it stall on it, continue from the bytes
   they have at the host before it (its journal shows a follow from a byte past zero) and finish whole and verified,
   the bytes each moved add up to the checkpoint exactly once, the mirror still sent every file once; the killed
-  host's next run resumes from its partial file.
+  host's next run resumes from its partial file;
+- a piece damaged on a middle host (bytes overwritten in its staging copy of a shard, on its disk, after it
+  arrived and before the host behind it read them): the host behind it takes the damaged bytes, its check fails, it
+  fetches that file again from the host before (which sent none of it) and publishes it whole; the middle host's own
+  check fails too and it takes the file again from the host that sent it; the mirror still sent every file once;
+- an interrupted run resumed: every host's module run killed mid-transfer (the module and its ssh, by pid: the
+  run's processes on the hosts, which a controller's lost run leaves behind only until they die with their
+  sessions), then the same run again: every host continues each file from the bytes it has (the mirror's second
+  GET of the head's partial file starts at the head's byte, the hosts behind it ask their source from theirs, seen
+  in its journal), no file a host had whole is asked for again, and the bytes the second run moved are exactly
+  what was missing.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -136,11 +146,13 @@ def run_module(fleet, host, args, out):
     out[host.name] = result
 
 
-def run_all(fleet, hosts, manifest, mirror, **more):
-    """All hosts at once, as Ansible's forks would: {host: result (with wall seconds)}."""
+def run_all(fleet, hosts, manifest, mirror, per_host=None, **more):
+    """All hosts at once, as Ansible's forks would: {host: result (with wall seconds)}; per_host: {name: {option:
+    value}} over `more` for one host."""
     out = {}
     threads = [threading.Thread(target=run_module, args=(fleet, h, module_args(
-        hosts, h, manifest, mirror, urlsplit(h.mirror_url).hostname, **more), out)) for h in hosts]
+        hosts, h, manifest, mirror, urlsplit(h.mirror_url).hostname, **dict(more, **(per_host or {}).get(h.name, {}))),
+        out)) for h in hosts]
     for thread in threads:
         thread.start()
     return threads, out
@@ -214,8 +226,11 @@ def test_a_middle_host_killed_mid_file_is_routed_around_and_the_hosts_behind_res
             time.sleep(0.2)
         # the middle host dies mid-file: its module (the parent of the ssh it reads with; Ansible's pipelining
         # leaves no module name on the command line) and that ssh, by pid (no failure note is written)
+        # (the ssh that reads is a client of the run's shared connection; its master, re-parented to PID 1, keeps
+        # the first request's command line: killed too, its parent is not)
         killed = fleet.run(middle, 'for p in $(pgrep -f "[f]ollow [0-9]+ [0-9]+ "); do '
-                                   'pp=$(ps -o ppid= -p $p); kill -KILL $pp $p && echo $pp $p; done',
+                                   'pp=$(ps -o ppid= -p $p | tr -d " "); [ "$pp" = 1 ] && pp=; '
+                                   'kill -KILL $pp $p && echo $pp $p; done',
                            check=True).stdout.split()
         assert killed, 'nothing to kill on the middle host'
     finally:
@@ -251,3 +266,119 @@ def test_a_middle_host_killed_mid_file_is_routed_around_and_the_hosts_behind_res
     assert result['source'] == hosts[0].name and sum(result['transferred_bytes'].values()) == total - had, result
     assert_whole_and_verified(fleet, middle, manifest)
     assert_mirror_sent_every_file_once(mirror, manifest)
+
+
+def safetensors_names(manifest):
+    return [name for name in sorted(manifest) if name.endswith('.safetensors')]
+
+
+def test_a_piece_damaged_on_a_middle_host_is_fetched_again_from_another_source(fleet, hosts, checkpoint, mirror):
+    _directory, manifest = checkpoint
+    total = sum(e['size'] for e in manifest.values())
+    head, middle, last = hosts[:3]
+    damaged = safetensors_names(manifest)[0]
+    size = manifest[damaged]['size']
+    at = size - 4096                     # the shard's data, not its header: only the sha256 tells
+    fresh(fleet, hosts[:3])
+    since = int(time.time()) - 1
+    # On the middle host, the moment its copy of the shard is whole: 4 KiB overwritten in place (same inode, as a
+    # disk or memory fault would leave it), before the last host, reading at half the rate, got there.
+    script = ('f=%s/%s; for i in $(seq 1200); do [ "$(stat -c %%s $f 2>/dev/null || echo 0)" -ge %d ] && break; '
+              'sleep 0.05; done; head -c 4096 /dev/urandom | dd of=$f bs=4096 seek=%d oflag=seek_bytes conv=notrunc '
+              'status=none && echo spoiled' % (STAGING, damaged, size, at))
+    spoiled = {}
+    spoil = threading.Thread(target=lambda: spoiled.update(out=fleet.run(middle, script, timeout=120).stdout))
+    spoil.start()
+    time.sleep(1)
+    threads, results = run_all(fleet, hosts[:3], manifest, mirror, rate_limit=2 * RATE,
+                               per_host={last.name: {'rate_limit': RATE // 2}})
+    for thread in threads + [spoil]:
+        thread.join()
+    assert spoiled.get('out', '').strip() == 'spoiled', spoiled
+    for host in (head, middle, last):
+        result = results[host.name]
+        assert not result.get('failed'), (host.name, result.get('msg'))
+        assert_whole_and_verified(fleet, host, manifest)
+    assert_mirror_sent_every_file_once(mirror, manifest)
+    # the last host took the damaged bytes from the middle one, found them bad and took the file from the head
+    assert results[last.name]['refetched'] == ['%s from %s (it failed its check with bytes from %s)' % (
+        damaged, head.name, middle.name)], results[last.name]
+    assert results[last.name]['transferred_bytes'] == {middle.name: total, head.name: size}, results[last.name]
+    # the middle host's own copy was the damaged one: it took the file again from the head, which had sent it
+    assert results[middle.name]['refetched'] == ['%s from %s (it failed its check with bytes from %s)' % (
+        damaged, head.name, head.name)], results[middle.name]
+    assert not results[head.name].get('refetched'), results[head.name]
+    # the head served the shard from byte 0 three times: the middle's first read, its refetch and the last's
+    assert follows(fleet, head, since).count((damaged, 0)) == 3, follows(fleet, head, since)
+
+
+def staged(fleet, host):
+    """{file: bytes} of the host's staging directory."""
+    text = fleet.run(host, 'cd %s 2>/dev/null && stat -c "%%n %%s" * 2>/dev/null; true' % STAGING).stdout
+    return dict((name, int(size)) for name, size in (line.rsplit(' ', 1) for line in text.splitlines() if ' ' in line))
+
+
+KILL_RUN = ('for p in $(pgrep -x python3); do pp=$(ps -o ppid= -p $p | tr -d " "); '
+            'case "$(tr "\\0" " " < /proc/$pp/cmdline 2>/dev/null)" in *"python3 && sleep 0"*) '
+            'kids=$(pgrep -P $p | tr "\\n" " "); kill -KILL $p $kids && echo $p $kids;; esac; done')
+
+
+def test_an_interrupted_run_resumes_on_every_host_from_its_bytes(fleet, hosts, checkpoint, mirror):
+    _directory, manifest = checkpoint
+    total = sum(e['size'] for e in manifest.values())
+    chain = hosts[:3]
+    fresh(fleet, chain)
+    threads, results = run_all(fleet, chain, manifest, mirror, timeout=8)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            # cut when the last host has a third of it and the head is inside a shard (its Range resume is seen)
+            head = staged(fleet, chain[0])
+            inside = [n for n in safetensors_names(manifest)
+                      if 128 * 1024 <= head.get(n, 0) <= manifest[n]['size'] - 640 * 1024]
+            if inside and sum(staged(fleet, chain[-1]).values()) >= total // 3:
+                break
+            assert time.monotonic() < deadline, 'the last host never got a third of the checkpoint'
+            time.sleep(0.2)
+        # the run cut on every host at once: each host's module (the python3 Ansible's pipelining started: its
+        # parent is `sh -c '/usr/bin/python3 && sleep 0'`) and its children (the ssh it reads with), by pid
+        killed = dict((h.name, fleet.run(h, KILL_RUN, check=True).stdout.split()) for h in chain)
+        assert all(killed.values()), killed
+    finally:
+        for thread in threads:
+            thread.join()
+    for host in chain:
+        assert results[host.name].get('module_stderr', '').strip() == 'Killed', (host.name, results[host.name])
+    had = dict((h.name, staged(fleet, h)) for h in chain)
+    first_gets = dict((name, list(sent)) for name, sent in mirror.sent.items())
+    partial = dict((h.name, [n for n, got in had[h.name].items() if 0 < got < manifest[n]['size']]) for h in chain)
+    assert all(had[h.name] for h in chain) and any(partial.values()), had
+    since = int(time.time()) - 1
+    threads, results = run_all(fleet, chain, manifest, mirror, rate_limit=2 * RATE)
+    for thread in threads:
+        thread.join()
+    names = [h.name for h in chain]
+    for index, host in enumerate(chain):
+        result = results[host.name]
+        assert not result.get('failed'), (host.name, result.get('msg'))
+        assert_whole_and_verified(fleet, host, manifest)
+        # every host moved exactly what it lacked: nothing it had was read again, from anyone
+        kept = sum(had[host.name].values())
+        assert sum(result['transferred_bytes'].values()) == total - kept, (host.name, had[host.name], result)
+        if index:
+            # its source saw it ask each file from the bytes it had (a partial file from past zero), and never a
+            # file it had whole
+            want = sorted((n, had[host.name].get(n, 0)) for n in manifest
+                          if had[host.name].get(n, 0) < manifest[n]['size'])
+            assert sorted(follows(fleet, chain[index - 1], since)) == want, (host.name, had[host.name])
+            assert result['source'] == names[index - 1], result
+    # the mirror: in the second run one GET per file the head lacked, from the head's byte (Range) -- the files it
+    # had whole not at all; over both runs no file from byte 0 twice
+    head = had[names[0]]
+    second = dict((name, sent[len(first_gets.get(name, [])):]) for name, sent in mirror.sent.items())
+    for name, entry in manifest.items():
+        got = head.get(name, 0)
+        starts = [start for start, _count in second.get(name, [])]
+        assert starts == ([] if got == entry['size'] else [got]), (name, got, mirror.sent[name])
+        assert [start for start, _count in mirror.sent[name]].count(0) == 1, (name, mirror.sent[name])
+    assert partial[names[0]] and all(head[n] > 0 for n in partial[names[0]]), head
