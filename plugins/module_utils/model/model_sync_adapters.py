@@ -12,6 +12,7 @@ __metaclass__ = type
 
 import json
 import os
+import queue
 import shutil
 import tempfile
 import threading
@@ -71,6 +72,55 @@ def path_chain(path):
     return chain
 
 
+def file_identity(path):
+    """(inode, size, mtime_ns) of a file: what must not change between its hashing and its check."""
+    st = os.stat(path)
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+class Hasher(object):
+    """sha256 of whole files on one background thread, in the order they are handed over, while the transfer of the
+    next files goes on (verification then waits only for the last file's digest, not for all of them). A digest
+    counts at the check only if the file is still the one hashed (inode, size and mtime as while it was hashed, the
+    trust the preflight gate's digest cache gives); else the check hashes it again."""
+
+    def __init__(self, digest):
+        self.digest = digest
+        self.jobs = queue.Queue()
+        self.thread = None
+
+    def work(self):
+        while True:
+            path, box, done = self.jobs.get()
+            try:
+                before = file_identity(path)
+                digest = self.digest(path)
+                if file_identity(path) == before:
+                    box['digest'], box['identity'] = digest, before
+            except (IOError, OSError):
+                pass
+            done.set()
+
+    def submit(self, path):
+        """A function that returns the file's digest once computed, None when it could not be read or the file
+        changed since (hash it then)."""
+        if self.thread is None:
+            self.thread = threading.Thread(target=self.work)
+            self.thread.daemon = True
+            self.thread.start()
+        box, done = {}, threading.Event()
+        self.jobs.put((path, box, done))
+
+        def result():
+            done.wait()
+            try:
+                same = box.get('identity') is not None and file_identity(path) == box['identity']
+            except (IOError, OSError):
+                same = False
+            return box['digest'] if same else None
+        return result
+
+
 class SyncFiles(object):
     """This host's side: what root writes through, and the staging and version directories."""
 
@@ -85,6 +135,11 @@ class SyncFiles(object):
     def __init__(self, clock):
         self.clock = clock
         self.trusted = (0, os.geteuid())
+        self.hasher = Hasher(sha256_file)
+
+    def hash_soon(self, path):
+        """The digest of a file that arrived whole, computed in the background (Hasher.submit)."""
+        return self.hasher.submit(path)
 
     def unsafe(self, path):
         """Why root must not write through path (model_sync_access.unsafe_path_problem), or None."""

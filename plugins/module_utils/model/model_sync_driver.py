@@ -60,20 +60,32 @@ def wait_for_peer(params, row, peers, clock):
         clock.sleep(params['poll_interval'])
 
 
-def verify(files, staging, manifest):
-    """The checkpoint gate's findings on the staging directory (framing, sizes, sha256) and the digests."""
+def verify(files, staging, manifest, early=None):
+    """The checkpoint gate's findings on the staging directory (framing, sizes, sha256) and the digests. ``early``:
+    {file: function -> digest or None} of files hashed while the transfer went on (hash_early); the others are hashed
+    now."""
     stats = files.sizes(staging, manifest)
     invalid = []
     for name in model_sync.framed(stats):
         problem = files.shard_problem(os.path.join(staging, name))
         if problem:
             invalid.append((name, problem))
-    digests = dict((name, files.sha256(os.path.join(staging, name))) for name in checkpoint.to_hash(manifest, stats))
+    early = early or {}
+    digests = {}
+    for name in checkpoint.to_hash(manifest, stats):
+        digests[name] = (early[name]() if name in early else None) or files.sha256(os.path.join(staging, name))
     return checkpoint.judge(invalid=invalid, manifest=manifest, stats=stats, digests=digests), digests
 
 
-def transfer(plan, result, source, row, staging, files, mirror, peers, progress):
+def hash_early(files, early, name, path):
+    """Hands a file that arrived whole to the background hasher (when the files adapter has one)."""
+    if hasattr(files, 'hash_soon'):
+        early[name] = files.hash_soon(path)
+
+
+def transfer(plan, result, source, row, staging, files, mirror, peers, progress, early=None):
     transferred = result['transferred_bytes'] = {source: 0}
+    early = {} if early is None else early
     for item, shown in zip(plan, result['files']):
         if item['action'] == 'have':
             continue
@@ -92,6 +104,7 @@ def transfer(plan, result, source, row, staging, files, mirror, peers, progress)
             raise Failed(model_sync.interrupted(item, source, got, exc, staging))
         shown['bytes'] = count
         transferred[source] += count
+        hash_early(files, early, item['file'], path)
 
 
 def pipelined_sources(params, row):
@@ -113,13 +126,14 @@ def fetch_from(source, item, path, offset, files, mirror, peers, progress):
     return got - offset
 
 
-def transfer_pipelined(params, plan, result, row, staging, files, mirror, peers, progress, used=None):
+def transfer_pipelined(params, plan, result, row, staging, files, mirror, peers, progress, used=None, early=None):
     """Each file from the first of the row's sources that brings it whole; the next one continues from the bytes
     this host has. A source that failed once is not asked again for the next files. ``used`` ({file: [names]})
     records who sent bytes of each file (a file that fails its check is fetched again from someone else)."""
     chain = pipelined_sources(params, row)
     transferred = result['transferred_bytes'] = {}
     used = {} if used is None else used
+    early = {} if early is None else early
     fell = []
     at = 0
     for item, shown in zip(plan, result['files']):
@@ -148,6 +162,7 @@ def transfer_pipelined(params, plan, result, row, staging, files, mirror, peers,
             transferred[name] = transferred.get(name, 0) + count
             break
         shown['bytes'] = files.getsize(path) - first
+        hash_early(files, early, item['file'], path)
     result['fallback'] = '; '.join(fell)
     result['source'] = chain[at]['name'] or 'mirror'
     return result['source']
@@ -283,16 +298,16 @@ def wait_transfer_verify(params, result, plan, row, source, manifest, staging, f
     started = clock.time()
     progress.started = started
     progress.set(force=True, state='transferring', source=source)
-    used = {}
+    used, early = {}, {}
     if pipelined:
-        source = transfer_pipelined(params, plan, result, row, staging, files, mirror, peers, progress, used)
+        source = transfer_pipelined(params, plan, result, row, staging, files, mirror, peers, progress, used, early)
     else:
-        transfer(plan, result, source, row, staging, files, mirror, peers, progress)
+        transfer(plan, result, source, row, staging, files, mirror, peers, progress, early)
     result['seconds'] = round(clock.time() - started, 3)
 
     progress.set(force=True, state='verifying')
     before = clock.time()
-    findings, digests = verify(files, staging, manifest)
+    findings, digests = verify(files, staging, manifest, early)
     if findings and pipelined:
         findings, again = refetch(params, findings, manifest, row, staging, files, mirror, peers, progress, used,
                                   result)

@@ -168,3 +168,24 @@ def test_a_staging_directory_replaced_by_a_symlink_is_refused(tmp_path, mirror, 
     result = run(tmp_path, **args_for(tmp_path, server, manifest))
     assert result['failed'] and 'is a symlink: the sync writes only into directories it made' in result['msg'], result
     assert server.sent == {} and os.listdir(str(elsewhere)) == []
+
+
+def test_files_are_hashed_in_the_background_and_a_digest_counts_only_for_the_file_hashed(tmp_path):
+    """The background hasher (model_sync_adapters.Hasher) behind hash_soon: digests of files that arrived whole, in
+    order, on its own thread; a file changed since it was hashed (bytes overwritten in place: its mtime moves) or
+    gone gives no digest, so the check hashes it again."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.model.checkpoint_adapters import sha256_file
+    from ansible_collections.llmops.sglang.plugins.module_utils.model.model_sync_adapters import Hasher
+    first, second = tmp_path / 'a', tmp_path / 'b'
+    first.write_bytes(b'x' * 100000)
+    second.write_bytes(b'y' * 100000)
+    hasher = Hasher(sha256_file)
+    one, two = hasher.submit(str(first)), hasher.submit(str(second))
+    assert one() == hashlib.sha256(b'x' * 100000).hexdigest()
+    assert two() == hashlib.sha256(b'y' * 100000).hexdigest()
+    with open(str(second), 'r+b') as handle:
+        handle.seek(500)
+        handle.write(b'z')
+    os.utime(str(second), ns=(1, 1))
+    assert two() is None
+    assert hasher.submit(str(tmp_path / 'missing'))() is None

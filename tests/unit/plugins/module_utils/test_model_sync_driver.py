@@ -494,6 +494,41 @@ def test_a_host_whose_own_copy_is_damaged_takes_it_again_from_the_peer_that_sent
     assert [s['name'] for s in model_sync_driver.refetch_order(chain[:1], ['a'])] == ['a']
 
 
+class EarlyFiles(FakeFiles):
+    """Files whose digests are taken when each arrives whole (hash_soon), as the background hasher does."""
+
+    def __init__(self, *args, **kw):
+        super(EarlyFiles, self).__init__(*args, **kw)
+        self.early = []
+        self.late = []
+
+    def hash_soon(self, path):
+        self.early.append(os.path.basename(path))
+        digest = hashlib.sha256(self.files[path]).hexdigest()
+        return lambda: digest
+
+    def sha256(self, full):
+        self.late.append(os.path.basename(full))
+        return super(EarlyFiles, self).sha256(full)
+
+
+@pytest.mark.parametrize('distribution', ['waves', 'pipelined'])
+def test_each_file_is_hashed_as_it_arrives_and_verification_takes_those_digests(distribution):
+    files = EarlyFiles()
+    peers = FollowPeers(files)
+    msg, result = model_sync_driver.run(params(host='a', peers=CHAIN, distribution=distribution), files,
+                                        FakeMirror(files), peers, FakeClock())
+    assert msg is None and files.published == DEST, msg
+    assert files.early == sorted(SOURCE) and files.late == []
+    # a file whose early digest is wrong for the manifest is caught the same (the bytes changed after they came: the
+    # early digest is of what arrived), and one fetched again is hashed anew at its check
+    files = EarlyFiles()
+    peers = FollowPeers(files, damaged={'10.0.0.2': {FIRST: corrupt(SOURCE[FIRST], len(SOURCE[FIRST]) - 5)}})
+    msg, result = model_sync_driver.run(params(host='c', peers=CHAIN, distribution='pipelined'), files,
+                                        FakeMirror(files), peers, FakeClock())
+    assert msg is None and files.late == [FIRST] and result['refetched'], (msg, files.late)
+
+
 def test_waves_do_not_refetch_a_damaged_file():
     files = FakeFiles()
     name = sorted(SOURCE)[2]
