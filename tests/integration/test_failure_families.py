@@ -9,7 +9,8 @@ request that fails (main process, `Initialization failed. warmup error`), NCCL f
 connect refused: the raw NCCL WARN lines and torch's DistBackendError), the GPUs' free memory unbalanced across the
 ranks, a CUDA graph capture that fails on something other than memory, an sglang-kernel older than the release's
 check, K2.6's own processor code without --trust-remote-code, a scheduler SIGKILLed in the warmup, a host that shows
-the server no GPU, and node 0 of a two-node TP16 start whose peer node never finishes loading.
+the server no GPU, node 0 of a two-node TP16 start whose peer node never finishes loading, and an internal port of
+SGLang's range (nccl_port) held by another process.
 
 Each case starts a TP8 unit of the stand-in that fails the way 0.5.23 does (its texts are held to the release's
 format strings by tests/conformance/test_standin.py) and asserts what the waiter makes of it: the signature that
@@ -137,6 +138,11 @@ FAMILIES = [
            ('model_executor/model_runner_components/load_model_utils.py', 394), ('other node', 'journal'), 'kv_cache',
            PREFIX % r' TP[0-7]' + r'Scheduler hit an exception: Traceback', 'other_rank', sigquit=LAUNCH_SIGQUIT,
            args='--tp 16 --nnodes 2 --node-rank 0 --dist-init-addr 127.0.0.1:{dist_port}'),
+    # an internal port derived from --port (here nccl_port, --port + 21) held by another process: PortArgs.init_new
+    # waits 30 s (x pace) for it, logs the ports with logger.exception and raises, in the main process before any child
+    Family('internal-port-taken', 'crash@init:port_in_use', None, None, 'port_in_use', ('server_args.py', 886),
+           ('internal ports are derived from --port',), None,
+           PREFIX % '' + r'Port is already in use\. dist_init_port=\d+ port_base=\d+', 'port_in_use'),
 ]
 DAMAGE = {  # what an interrupted copy leaves: the index names a shard that is not there / a shard cut short
     'rm': 'rm {0}/model-00003-of-00004.safetensors',
