@@ -30,7 +30,7 @@ from ansible_collections.llmops.sglang.tests.local.plugins.servers import FakeSe
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
 COLLECTIONS_PATH = REPO_ROOT / '.build' / 'collections'
-READY_AFTER = 4.5   # seconds: longer than one read interval, so at least one progress line is due
+READY_AFTER = progress_reader.READ_EVERY * 1.5   # seconds: longer than one read interval, so a progress line is due
 
 
 class ShellConnection(object):
