@@ -41,7 +41,7 @@ UNIT = NAME + '.service'
 PORT = 30131
 STATE_DIR = '/var/lib/sglang/' + NAME
 CONTROL_DIR = '/var/lib/llmops-sglang/server/' + NAME
-# At this pace a load takes about 16 s (weights 12 s): several of the action plugin's reads (every 3 s) and the
+# At this pace a load takes about 16 s (weights 12 s): several of the action plugin's reads (every 5 s) and the
 # waiter's journal reads fall inside it, so phase lines must come before the verdict.
 PACE = '0.04'
 CRASH = 'crash@weights:scheduler_exception'
