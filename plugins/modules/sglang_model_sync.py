@@ -217,6 +217,14 @@ files:
   returned: always
   type: list
   elements: dict
+refetched:
+  description:
+    - "Pipelined: each file fetched again after it failed its check, C(FILE from SOURCE (it failed its check with
+      bytes from SENDERS)), or C(FILE from SOURCE: why (at byte N)) for a try that did not bring it whole. A peer that
+      sent none of the file's bytes is asked first, then the peers that did, the mirror last."
+  returned: when a file failed its check in pipelined distribution
+  type: list
+  elements: str
 transferred_bytes:
   description: Bytes transferred in this run (from each source).
   returned: always
