@@ -552,8 +552,8 @@ def render_distribution(result):
     for row in summary["rows"]:
         if not row.get("ok", True):
             add("| %d | %s | FAILED: %s | | | | | | | | | |" % (
-                row["hosts"], WAY_LABELS[row["way"]], "; ".join("%s: %s" % (h, " ".join(str(m).split())[:160])
-                                                               for h, m in (row.get("failed") or {}).items())))
+                row["hosts"], WAY_LABELS[row["way"]],
+                "; ".join("%s: %s" % (h, " ".join(str(m).split())[:160]) for h, m in (row.get("failed") or {}).items())))
             continue
         add("| %d | %s | %s | %.2f | %s | %.0f | %s | %d (%d) | %s | %s | %s | %.1f |" % (
             row["hosts"], WAY_LABELS[row["way"]], _fmt(row["wall_s"]), row["per_transfer"],
@@ -575,7 +575,8 @@ def render_distribution(result):
         add("One peer link without `tc` or a rate limit, as the module's ssh runs it (a host reads from another with "
             "the sync account's `follow`): a request on a connection of its own (handshake, login, the peer's PAM "
             "session, the forced command's start; 5 follows of one byte), the same on one shared connection "
-            "(ControlMaster, as the module does since issue 28's bench) and a %d MiB stream: %s. Twenty-four links at %d Mbit/s move %.0f MiB/s in all; at these "
+            "(ControlMaster, as the module does since issue 28's bench) and a %d MiB stream: %s. Twenty-four links at %d "
+            "Mbit/s move %.0f MiB/s in all; at these "
             "streaming costs that needs about %.2f cores for ssh and the forced command." % (
                 PROBE_MIB,
                 "; ".join("%s cipher: a request on its own connection %s s wall, %s CPU s (both ends), on a shared "

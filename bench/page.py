@@ -218,4 +218,3 @@ def why_notes(results, waiter):
                  "three loads after the first crash): `is-active` says `activating` in between. uri never looks at "
                  "the unit: a crashed server costs it all its retries (120 x 10 s). No baseline detects a hang.")
     return notes
-

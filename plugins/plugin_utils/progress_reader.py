@@ -26,8 +26,9 @@ from ansible.utils.vars import merge_hash
 
 display = Display()
 
-READ_EVERY = 5.0          # seconds between two reads of the progress file: the module rewrites it at least this often
-                          # (wait_report.PROGRESS_EVERY) and at every change; each read is an ssh session on the host
+# seconds between two reads of the progress file: the module rewrites it at least this often (wait_report.PROGRESS_EVERY)
+# and at every change; each read is an ssh session on the host
+READ_EVERY = 5.0
 
 
 def stdout_is_a_document():

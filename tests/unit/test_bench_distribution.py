@@ -133,9 +133,8 @@ def test_the_page_section_and_its_notes(dist):
     assert 'streaming 60.0 MiB/s, 10.00 CPU s per GiB on the serving host' in page
     # 24 links x 2 MB/s x 18 CPU s/GiB
     assert dist.cores_needed(result) == pytest.approx(24 * 2000000 / float(1 << 30) * 18.0)
-    failed = dict(result, summary=dist.summarize(measured() + [dict(run('waves', 12, 5.0, ok=False),
-                                                                  failed={'bd-03': 'Transfer of x interrupted'})],
-                                                 TRANSFER))
+    broken = dict(run('waves', 12, 5.0, ok=False), failed={'bd-03': 'Transfer of x interrupted'})
+    failed = dict(result, summary=dist.summarize(measured() + [broken], TRANSFER))
     assert '| 12 | waves (default) | FAILED: bd-03: Transfer of x interrupted |' in '\n'.join(
         dist.render_distribution(failed))
     notes = dist.distribution_notes(result)

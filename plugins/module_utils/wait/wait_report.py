@@ -21,8 +21,9 @@ from ansible_collections.llmops.sglang.plugins.module_utils.host.systemd_props i
 from ansible_collections.llmops.sglang.plugins.module_utils.wait.wait_machine import INACTIVE_GRACE
 
 PROGRESS_EVERY = 5.0         # progress_file is rewritten at every change and at least this often
-PROGRESS_GPU_EVERY = 60.0    # nvidia-smi costs far more than a poll (the stand-in's 94 ms of CPU on a fleet host, a
-                             # real one's NVML start on 8 GPUs more): at a phase change, else at most this often
+# nvidia-smi costs far more than a poll (the stand-in's 94 ms of CPU on a fleet host, a real one's NVML start on 8 GPUs
+# more): at a phase change, else at most this often
+PROGRESS_GPU_EVERY = 60.0
 
 START_LIMIT_HINT = ('The unit failed too often in a row (StartLimitBurst within StartLimitIntervalSec): fix the failure the '
                     'journal shows, then run systemctl reset-failed on the unit before starting it again.')

@@ -470,8 +470,8 @@ def test_pipelined_refetch_goes_down_the_row_to_the_mirror_and_fails_when_every_
                                         files, mirror, peers, FakeClock())
     assert msg is None, msg
     # a (sent none of it), then b again (its bytes may have been damaged on the way), then the mirror
-    assert [f for f in peers.follows if f[1] == FIRST] == [('10.0.0.2', FIRST, 0), ('10.0.0.1', FIRST, 0),
-                                                          ('10.0.0.2', FIRST, 0)]
+    assert [f for f in peers.follows if f[1] == FIRST] == [
+        ('10.0.0.2', FIRST, 0), ('10.0.0.1', FIRST, 0), ('10.0.0.2', FIRST, 0)]
     assert mirror.sent == [(FIRST, 0)] and files.published == DEST
     assert [r.split(' (')[0] for r in result['refetched']] == ['%s from %s' % (FIRST, s) for s in ('a', 'b', 'mirror')]
     assert result['refetched'][2].endswith('(it failed its check with bytes from b, a, b)')
