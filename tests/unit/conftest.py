@@ -48,3 +48,18 @@ def scale():
 @pytest.fixture
 def cpu():
     return bench_module('cpu')
+
+
+@pytest.fixture
+def dist():
+    return bench_module('distribution')
+
+
+@pytest.fixture
+def bench_page():
+    return bench_module('page')
+
+
+@pytest.fixture
+def bench_common():
+    return bench_module('common')

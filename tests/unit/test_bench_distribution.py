@@ -8,26 +8,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import importlib
-import os
-import sys
-
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def load(name):
-    sys.path[:0] = [ROOT, os.path.join(ROOT, 'tests')]
-    try:
-        return importlib.import_module('bench.' + name)
-    finally:
-        del sys.path[:2]
-
-
-@pytest.fixture
-def dist():
-    return load('distribution')
 
 
 TRANSFER = 16.8
@@ -146,16 +127,15 @@ def test_the_page_section_and_its_notes(dist):
     assert dist.distribution_notes({})[0].endswith('not measured (no pipelined run on 24 hosts).')
 
 
-def test_the_section_is_wired_into_make_bench():
-    cli = load('cli')
-    common = load('common')
+def test_the_section_is_wired_into_make_bench(dist, cli, bench_page, bench_common):
+    common = bench_common
     assert 'distribution' in common.SECTIONS
     args = cli.build_parser().parse_args(['--only', 'distribution', '--distribution-sizes', '1,2',
                                           '--distribution-mib', '8', '--distribution-rate-mbit', '24'])
     assert (args.only, args.distribution_sizes, args.distribution_mib, args.distribution_rate_mbit) == (
         ['distribution'], '1,2', 8, 24)
     assert cli.build_parser().parse_args([]).distribution_sizes == '1,6,12,24'
-    page = load('page')
-    summary = load('distribution').summarize(measured(chain24=24.0), TRANSFER)
+    page = bench_page
+    summary = dist.summarize(measured(chain24=24.0), TRANSFER)
     notes = page.evaluate({'distribution': {'summary': summary}, 'extra_notes': []})
     assert any(note.startswith('Target (issue 28) 24 hosts within 1.5 transfer times: met') for note in notes)
