@@ -107,6 +107,9 @@ def test_router_runs_with_the_key_off_its_command_line_and_lists_every_worker(de
     # its Prometheus endpoint: on loopback (the role's default)
     assert 'smg_' in fleet.run(router, 'python3 -c "import urllib.request as u; print(u.urlopen(\'http://127.0.0.1:29000/metrics\').read().decode())"',
                                check=True).stdout
+    # the desired-workers file lists all three, though the batch admitted them at once (each host's call read,
+    # changed and wrote it: before its lock, two calls reading the same list each wrote back only their own worker)
+    assert json.loads(fleet.run(router, 'cat %s' % DESIRED, check=True).stdout) == {'workers': worker_urls(fleet)}
     # a second run changes nothing (no restart of the router, no re-registration)
     again = play(fleet, inventory, 'playbooks/router.yml')
     assert 'changed=0' in again.stdout.split('PLAY RECAP')[-1], again

@@ -5,12 +5,14 @@
 
 ``run`` reads the router's listing (and the desired-workers file) once, decides what to add and remove
 (``router_rotation.plan``) and what the file lists after the call (``router_desired.after``), writes the file before
-the router is told, tells the router, waits until its listing shows the change (``settle``: a clock and a sleeper
-passed in), proves that the router routes to each worker it added (``verify``) and builds the module's result.
+the router is told (read, decided and written under the file's lock: a batch's hosts call at once), tells the router,
+waits until its listing shows the change (``settle``: a clock and a sleeper passed in), proves that the router routes
+to each worker it added (``verify``) and builds the module's result.
 
 Adapters (router_workers_adapters): router (``workers()`` -> {url: record}, ``remove(worker_id)``,
 ``add(url, api_key)``, ``complete(model, prompt)``, ``metrics(worker_url)`` -> text or None, ``url``); desired
-(``load()`` -> [urls] or None, ``store(urls)``, ``path``); clock (``monotonic()``, ``sleep(seconds)``). They raise
+(``locked()`` -> a context manager, ``load()`` -> [urls] or None, ``store(urls)``, ``path``); clock
+(``monotonic()``, ``sleep(seconds)``). They raise
 RouterError or DesiredFileError with the message the module fails with.
 """
 
@@ -139,13 +141,15 @@ def run(params, router, desired, clock, check_mode=False, want_diff=False):
     """The whole call; returns the module's result (with ``msg`` when it failed: the wait ended first)."""
     wanted = [normalize_url(url) for url in params["workers"]]
     before = router.workers()
-    saved = desired.load() if desired.path else None
-    call = decide(before, wanted, params["state"], params["prune"], saved, bool(desired.path))
+    # Read, change and write under the file's lock: a batch's hosts call this at once on one router host.
+    with desired.locked():
+        saved = desired.load() if desired.path else None
+        call = decide(before, wanted, params["state"], params["prune"], saved, bool(desired.path))
+        # Before the router is told: a router restarting between the two never gets back a worker removed here.
+        if call["desired_changed"] and not check_mode:
+            desired.store(call["desired"])
     todo = call["todo"]
     removed = [url for url, _id in todo["remove"]]
-    # Before the router is told: a router restarting between the two never gets back a worker removed here.
-    if call["desired_changed"] and not check_mode:
-        desired.store(call["desired"])
     listing = before
     if not check_mode:
         for _url, worker_id in todo["remove"]:

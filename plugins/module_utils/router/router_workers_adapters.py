@@ -10,6 +10,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import contextlib
 import json
 from urllib.parse import quote
 
@@ -93,3 +94,12 @@ class DesiredFile(object):
 
     def store(self, urls):
         return self._do(router_desired_adapters.store, urls)
+
+    @contextlib.contextmanager
+    def locked(self):
+        """The file held against the other calls' read, change and write (nothing to hold without a path)."""
+        fd = self._do(router_desired_adapters.lock) if self.path else None
+        try:
+            yield
+        finally:
+            router_desired_adapters.unlock(fd)

@@ -6,6 +6,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import contextlib
+
 import pytest
 
 from ansible_collections.llmops.sglang.plugins.module_utils.router import router_workers as rw
@@ -83,10 +85,30 @@ class FakeFile(object):
         self.saved = saved
         self.log = log
 
+        self.held = False
+        self.outside = []  # what was read or written while the lock was not held
+
+    @contextlib.contextmanager
+    def locked(self):
+        assert not self.held
+        self.held = True
+        if self.log is not None:
+            self.log.append(("LOCK",))
+        try:
+            yield
+        finally:
+            self.held = False
+            if self.log is not None:
+                self.log.append(("UNLOCK",))
+
     def load(self):
+        if not self.held:
+            self.outside.append("load")
         return self.saved
 
     def store(self, urls):
+        if not self.held:
+            self.outside.append("store")
         if self.log is not None:
             self.log.append(("STORE", list(urls)))
         self.saved = list(urls)
@@ -127,8 +149,12 @@ def test_the_file_is_written_before_the_router_is_told():
     log = []
     router = FakeRouter([A, B])
     router.calls = log
-    result = rw.run(params(workers=[A], state="absent"), router, FakeFile(saved=[A, B], log=log), Clock())
-    assert log[:3] == [("GET",), ("STORE", [B]), ("DELETE", "id-1")]
+    desired = FakeFile(saved=[A, B], log=log)
+    result = rw.run(params(workers=[A], state="absent"), router, desired, Clock())
+    # the file is read, decided on and written under its lock, released before the router is told (a batch's hosts
+    # call at once: tests/local/plugins/module_utils/test_router_desired_lock.py shows the update each would lose)
+    assert log[:5] == [("GET",), ("LOCK",), ("STORE", [B]), ("UNLOCK",), ("DELETE", "id-1")]
+    assert desired.outside == []
     assert result == {"changed": True, "workers": [router.listing[B]], "urls": [B], "added": [], "removed": [A],
                       "desired": [B], "desired_changed": True}
 
