@@ -58,7 +58,7 @@ SHARDS = 8
 RATE_MBIT = 16
 WAYS = ("mirror", "waves", "chain", "tree")
 TREE_FANOUT = 2
-WAY_LABELS = {"mirror": "mirror alone", "waves": "waves (default)", "chain": "pipelined chain (fanout 1)",
+WAY_LABELS = {"mirror": "mirror alone", "waves": "waves", "chain": "pipelined chain (fanout 1, default)",
               "tree": "pipelined tree (fanout %d)" % TREE_FANOUT, "present": "already present (fixed cost)"}
 TARGET_HOSTS = 24
 TARGET_RATIO = 1.5

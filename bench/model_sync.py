@@ -7,7 +7,8 @@ Part of `make bench` (bench/cli.py calls run_model_sync on the benchmark's fleet
 On the fleet's first two hosts, llmops.sglang.sglang_model_sync runs the way the server role runs it (`ansible HOST
 -m ...`, so the figures include Ansible's own cost) on a generated checkpoint of TOTAL_MIB in SHARDS safetensors
 files: the first host from an HTTP mirror on its outer address, the second from the first (ssh as the sync account,
-whose forced command reads from the offset; the peer access block of the server role's tasks/model_sync.yml sets up
+whose forced command reads from the offset: the module's default distribution, pipelined, whose `follow` of a
+version the peer has whole reads its complete files; the peer access block of the server role's tasks/model_sync.yml sets up
 the account, the keys and the known host keys on both first, as for a real sync), then the second again (already
 present: the marker, nothing moves). Then bench/checkpoint_verify.py's gate runs on the
 controller: cold (page cache evicted, no digest cache) and warm (digests cached by size and mtime).

@@ -7,13 +7,14 @@ safetensors checkpoint (real framing, 4 x 1 MiB shards). The role is asked to mo
 - check mode on the first host reports what it would fetch and fetches nothing;
 - the mirror cuts the first host's transfer of one shard short: the role fails, the old server serves on, the
   partial file stays;
-- all three at once: the first host resumes from the byte it had (Range), the other two are served by peers, so the
-  mirror sent every file exactly once in total; each host verified the version, its unit loads that version's
+- all three at once, the role's default distribution (pipelined, a chain): the first host resumes from the byte it
+  had (Range), the second follows the first's files as they arrive, the third the second's, so the mirror sent
+  every file exactly once in total; each host verified the version, its unit loads that version's
   directory, its last-known-good copy names it, and its old server answered every poll until its own restart.
 Peer access (docs/model-sync.md, "Security"), on the same hosts:
-- the peers read from the first host as the sync account with keys the role made on each host; no host's sync key
-  is in root's authorized_keys anywhere, and the first host's journal shows those logins and reads as the sync
-  account, none as root from a peer;
+- each host of the chain reads from the one before it as the sync account with keys the role made on each host; no
+  host's sync key is in root's authorized_keys anywhere, and each source's journal shows that login and one follow
+  of every file as the sync account, none as root from a peer;
 - the sync account cannot read outside the versions directory (another path, "..", a symlink out of it), cannot
   run a command or a shell, and owns and can write nothing of the role's;
 - a peer whose host key does not match the known one (its sshd presents another key) or is not in known_hosts is
@@ -216,21 +217,22 @@ def test_three_hosts_one_mirror_peers_serve_an_interrupted_transfer_resumes(flee
     assert invocation(fleet, first) == old_units[first.name], 'the old server was restarted by a failed sync'
     assert mirror.sent[CUT_FILE] == [(0, CUT_AT)]
 
-    # All three at once: the first resumes from the mirror, the others get it from peers.
+    # All three at once, the role's default distribution (pipelined, a chain): the first resumes from the mirror,
+    # the second follows the first's files as they arrive there, the third the second's.
     since = {h.name: clock(fleet, h) for h in hosts}
     result, outcomes = apply(fleet, hosts, tmp_path, **sync)
     assert all(o['failure'] is None for o in outcomes.values()), result
     rows = {name: (o['sync']['source'], o['sync']['wave']) for name, o in outcomes.items()}
-    assert rows == {hosts[0].name: ('mirror', 0), hosts[1].name: (hosts[0].name, 1), hosts[2].name: (hosts[0].name, 2)}, rows
+    assert rows == {hosts[0].name: ('mirror', 0), hosts[1].name: (hosts[0].name, 1), hosts[2].name: (hosts[1].name, 2)}, rows
     resumed = [f for f in outcomes[first.name]['sync']['files'] if f['file'] == CUT_FILE][0]
     assert resumed['action'] == 'resume' and resumed['offset'] == CUT_AT, resumed
     # the resumed request began where the cut one ended: the mirror sent every byte of every file exactly once
     assert mirror.sent[CUT_FILE] == [(0, CUT_AT), (CUT_AT, manifest[CUT_FILE]['size'] - CUT_AT)]
     for name, entry in manifest.items():
         assert sum(n for _start, n in mirror.sent[name]) == entry['size'], (name, mirror.sent[name])
-    for host in hosts[1:]:
+    for source, host in zip(hosts, hosts[1:]):
         assert outcomes[host.name]['sync']['transferred_bytes'] == {
-            hosts[0].name: sum(e['size'] for e in manifest.values())}, outcomes[host.name]['sync']
+            source.name: sum(e['size'] for e in manifest.values())}, outcomes[host.name]['sync']
 
     for host in hosts:
         out = outcomes[host.name]
@@ -277,12 +279,13 @@ def peer_access_is_the_sync_account_only(fleet, hosts, manifest, since):
         log = journal(fleet, host, since[host.name])
         for peer in hosts:
             assert 'Accepted publickey for root from %s ' % peer.address not in log, (host.name, log)
-    log = journal(fleet, hosts[0], since[hosts[0].name])
-    for peer in hosts[1:]:
-        # not vacuous: the logins were there to be seen, as the sync account, and each file was read from the peer
+    for source, peer in zip(hosts, hosts[1:]):
+        # not vacuous: the logins were there to be seen, as the sync account, and each file was followed once, from
+        # byte 0, from the host before it in the chain
+        log = journal(fleet, source, since[source.name])
         assert 'Accepted publickey for %s from %s ' % (SYNC_USER, peer.address) in log, log
-    for name in manifest:
-        assert log.count('read %s/%s from byte 0' % (VERSION_DIR, name)) == 2, (name, log)
+        for name in manifest:
+            assert log.count('follow %s/%s from byte 0 to ' % (VERSION_DIR, name)) == 1, (name, log)
 
 
 def the_sync_account_reads_only_the_model_tree(fleet, first, second):
@@ -349,7 +352,10 @@ def unknown_or_changed_host_keys_are_refused(fleet, hosts, mirror, manifest):
         url = 'http://%s:%d' % (urlsplit(third.mirror_url).hostname, mirror.port)
         fell_back = run_module(fleet, third, args(third, mirror=url))
         assert not fell_back.get('failed') and fell_back['source'] == 'mirror', fell_back
-        assert fell_back['fallback'].startswith(first.name + ': its host key does not match'), fell_back
+        # the module's default (pipelined): "PEER: ssh ADDRESS follow FILE: its host key does not match ... (FILE at
+        # byte 0)", then the rest from the mirror
+        assert fell_back['fallback'].startswith(first.name + ': ') and \
+            'its host key does not match the known one' in fell_back['fallback'], fell_back
         assert fell_back['transferred_bytes'] == {'mirror': total}, fell_back
         for name, entry in manifest.items():
             assert mirror.sent[name] == sent_before[name] + [(0, entry['size'])], name
@@ -357,7 +363,7 @@ def unknown_or_changed_host_keys_are_refused(fleet, hosts, mirror, manifest):
         # the first host saw the third connect (twice, one per run) and close before logging in: nothing was read
         assert log.count('Connection closed by %s ' % third.address) >= 2, log
         assert 'Accepted publickey for %s from %s ' % (SYNC_USER, third.address) not in log, log
-        assert 'read %s/' % v2 not in log, log
+        assert 'read %s/' % v2 not in log and 'follow %s/' % v2 not in log, log
     finally:
         fleet.run(first, 'rm -f {c} /etc/ssh/sy_impostor_key*; systemctl restart ssh'.format(c=IMPOSTOR), check=True)
 

@@ -72,7 +72,7 @@ def test_the_ratios_the_fixed_cost_and_the_fits(dist):
 
 def test_the_target_line_met_missed_or_not_measured(dist):
     met = dist.target_note(dist.summarize(measured(chain24=24.0), TRANSFER))
-    assert met.startswith('Target (issue 28) 24 hosts within 1.5 transfer times: met (pipelined chain (fanout 1): '
+    assert met.startswith('Target (issue 28) 24 hosts within 1.5 transfer times: met (pipelined chain (fanout 1, default): '
                           '24.0 s, 1.43 transfer times of 16.8 s; 1.07 net of the 6.0 s')
     assert 'waves 6.55' in met
     missed = dist.target_note(dist.summarize(measured(chain24=30.0, tree24=29.0), TRANSFER))
@@ -108,7 +108,7 @@ def test_the_page_section_and_its_notes(dist):
     page = '\n'.join(dist.render_distribution(result))
     assert '## Model distribution: mirror alone, waves, pipelined at 1, 6, 24 hosts (issue 28)' in page
     assert '**one transfer time is 16.8 s**' in page and 'not the issue\'s few GiB' in page
-    assert '| 24 | pipelined chain (fanout 1) | 24.0 s | 1.43 | 1.07 | 1 | 1.20 | 8 (0) |' in page
+    assert '| 24 | pipelined chain (fanout 1, default) | 24.0 s | 1.43 | 1.07 | 1 | 1.20 | 8 (0) |' in page
     assert '| 24 | mirror alone | 405.0 s | 24.11 |' in page and '192 (184)' in page
     assert 'Fixed cost (the version present): 1 hosts 2.0 s, 6 hosts 3.0 s, 24 hosts 6.0 s.' in page
     assert 'streaming 60.0 MiB/s, 10.00 CPU s per GiB on the serving host' in page
@@ -116,14 +116,14 @@ def test_the_page_section_and_its_notes(dist):
     assert dist.cores_needed(result) == pytest.approx(24 * 2000000 / float(1 << 30) * 18.0)
     broken = dict(run('waves', 12, 5.0, ok=False), failed={'bd-03': 'Transfer of x interrupted'})
     failed = dict(result, summary=dist.summarize(measured() + [broken], TRANSFER))
-    assert '| 12 | waves (default) | FAILED: bd-03: Transfer of x interrupted |' in '\n'.join(
+    assert '| 12 | waves | FAILED: bd-03: Transfer of x interrupted |' in '\n'.join(
         dist.render_distribution(failed))
     notes = dist.distribution_notes(result)
     assert notes[0].startswith('Target (issue 28) 24 hosts within 1.5 transfer times: met')
     assert 'pipelined was faster at every size' in notes[1]
     assert notes[2] == 'Mirror read once per file by waves and pipelined: met.'
     repeated = dict(result, summary=dist.summarize(measured() + [run('waves', 12, 70.0, 9, 1)], TRANSFER))
-    assert '**missed** (waves (default) on 12 hosts: 1 repeats)' in dist.distribution_notes(repeated)[-1]
+    assert '**missed** (waves on 12 hosts: 1 repeats)' in dist.distribution_notes(repeated)[-1]
     assert dist.distribution_notes({})[0].endswith('not measured (no pipelined run on 24 hosts).')
 
 

@@ -56,7 +56,7 @@ ARGUMENT_SPEC = dict(
     peer_wait=dict(type='int', default=3600),
     poll_interval=dict(type='float', default=2.0),
     timeout=dict(type='int', default=60),
-    distribution=dict(type='str', default='waves', choices=['waves', 'pipelined']),
+    distribution=dict(type='str', default='pipelined', choices=['waves', 'pipelined']),
     fanout=dict(type='int', default=1),
     rate_limit=dict(type='int', default=0),
     progress_file=dict(type='path'),
@@ -170,7 +170,7 @@ def pipeline(order, have, fanout=1):
     return plan
 
 
-def own_row(peers, me, distribution='waves', fanout_k=1):
+def own_row(peers, me, distribution, fanout_k=1):
     """The plan row of host ``me`` from the role's peer list [{name, address, have}] (play order).
 
     Returns {'wave', 'source', 'source_address', 'sources': [{'name', 'address'}, ...]} ({'wave': None, ...} when

@@ -151,9 +151,13 @@ def transfer_pipelined(params, plan, result, row, staging, files, mirror, peers,
                 count = fetch_from(chain[at], item, path, offset, files, mirror, peers, progress)
             except (TransferError, IOError, OSError) as exc:
                 got = files.getsize(path) if files.exists(path) else 0
-                transferred[name] = transferred.get(name, 0) + max(0, got - offset)
+                if got > offset:  # a source that sent nothing is in the fallback, not in what was transferred
+                    transferred[name] = transferred.get(name, 0) + got - offset
                 if at + 1 >= len(chain):
                     result['fallback'] = '; '.join(fell)
+                    if chain[at]['name'] is not None and got == offset:
+                        # the last source, a peer (no mirror after it), sent nothing: running again resumes nothing
+                        raise Failed(model_sync.no_fallback(name, params['version'], exc))
                     raise Failed(model_sync.interrupted(item, name, got, exc, staging))
                 fell.append('%s: %s (%s at byte %d)' % (name, exc, item['file'], got))
                 at += 1

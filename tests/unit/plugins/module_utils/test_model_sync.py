@@ -53,11 +53,11 @@ def test_a_hosts_source_always_comes_before_it_in_play_order_or_already_has_it()
 
 def test_own_row_names_the_sources_address():
     peers = [{'name': 'a', 'address': '10.0.0.1', 'have': True}, {'name': 'b', 'address': '10.0.0.2', 'have': False}]
-    assert model_sync.own_row(peers, 'b') == {'wave': 0, 'source': 'a', 'source_address': '10.0.0.1', 'sources': []}
-    assert model_sync.own_row(peers, 'a')['wave'] is None
+    assert model_sync.own_row(peers, 'b', 'waves') == {'wave': 0, 'source': 'a', 'source_address': '10.0.0.1', 'sources': []}
+    assert model_sync.own_row(peers, 'a', 'waves')['wave'] is None
     # a host missing from the list (not reached by the play's facts) still gets a row: last in order
-    assert model_sync.own_row(peers, 'c') == {'wave': 1, 'source': 'a', 'source_address': '10.0.0.1', 'sources': []}
-    assert model_sync.own_row([], 'solo') == {'wave': 0, 'source': None, 'source_address': None, 'sources': []}
+    assert model_sync.own_row(peers, 'c', 'waves') == {'wave': 1, 'source': 'a', 'source_address': '10.0.0.1', 'sources': []}
+    assert model_sync.own_row([], 'solo', 'waves') == {'wave': 0, 'source': None, 'source_address': None, 'sources': []}
 
 
 @pytest.mark.parametrize('manifest, fragment', [

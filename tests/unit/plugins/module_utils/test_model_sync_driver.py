@@ -439,6 +439,18 @@ def test_pipelined_the_mirror_is_the_last_resort_and_without_one_the_host_fails_
     assert len(files.files[STAGING + '/' + FIRST]) == 30 and result['fallback'].startswith('b: ')
 
 
+def test_pipelined_without_a_mirror_a_last_peer_that_sent_nothing_is_named_not_resumed():
+    """Nothing came from the last source, a peer: 'run again to resume' would be the wrong advice (the waves' text)."""
+    files = FakeFiles()
+    peers = FollowPeers(files, fail_after={'10.0.0.1': 0, '10.0.0.2': 0})
+    msg, result = model_sync_driver.run(params(host='c', peers=CHAIN, distribution='pipelined', mirror=''), files,
+                                        None, peers, FakeClock())
+    assert peers.follows == [('10.0.0.2', 'config.json', 0), ('10.0.0.1', 'config.json', 0)]
+    assert msg == model_sync.no_fallback('a', 'v1', 'ssh 10.0.0.1 follow: it refused the request: stalled'), msg
+    assert result['fallback'].startswith('b: ssh 10.0.0.2 follow')
+    assert result['transferred_bytes'] == {}  # neither sent a byte: no entry of 0 for either
+
+
 def corrupt(data, at):
     return data[:at] + bytes(bytearray([data[at] ^ 0xff])) + data[at + 1:]
 
