@@ -129,7 +129,7 @@ options:
         from the hosts that have the version whole, and then from the mirror. Chosen as the default from the
         measurement (docs/model-sync.md: on 24 hosts 1.76 transfer times against 15.8 for waves).
       - C(waves) - a host waits until its source has the whole version, then copies it. The number of hosts that
-        have the version doubles per wave. Its peer reads are not paced by O(rate_limit).
+        have the version doubles per wave.
     type: str
     choices: [waves, pipelined]
     default: pipelined
@@ -139,9 +139,9 @@ options:
     default: 1
   rate_limit:
     description:
-      - Bytes per second this host's transfer may take, 0 for no cap. Mirror reads are paced here. Pipelined
-        peer reads are paced by the serving peer's forced command, which caps that peer's disk reads and link
-        too. Reads with O(distribution=waves) from a peer are not capped.
+      - Bytes per second this host's transfer may take, 0 for no cap. Mirror reads are paced here. Peer reads are
+        paced by the serving peer's forced command, which caps that peer's disk reads and link too (with
+        O(distribution=waves) and a cap, a peer's files come through its paced C(follow), not its C(read)).
     type: int
     default: 0
   progress_file:

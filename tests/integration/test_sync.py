@@ -20,6 +20,8 @@ Peer access (docs/model-sync.md, "Security"), on the same hosts:
 - a peer whose host key does not match the known one (its sshd presents another key) or is not in known_hosts is
   refused before anything is read from it: with no mirror the host fails naming the peer and why, with a mirror
   it falls back to the mirror, and the peer's journal shows no login from that host.
+- waves (`distribution: waves`) read a peer's files with its unpaced `read`; with `rate_limit` through its `follow`,
+  which the peer paces (the transfer takes at least the bytes over the rate).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -382,6 +384,23 @@ def unknown_or_changed_host_keys_are_refused(fleet, hosts, mirror, manifest):
     assert known['transferred_bytes'] == {first.name: total}, known
     log = journal(fleet, first, since)
     assert 'Accepted publickey for %s from %s ' % (SYNC_USER, second.address) in log, log
+
+    # waves: the peer's `read` (not paced) without a rate limit; with one, its `follow` of the complete files, which
+    # the peer paces: the transfer takes at least the bytes over the rate (a lower bound: load only adds to it)
+    rate = total // 3
+    for version, more in (('v3', {}), ('v4', {'rate_limit': rate})):
+        fleet.run(first, 'cp -a {v} {vs}/{n}'.format(v=VERSION_DIR, vs=VERSIONS, n=version), check=True)
+        since = clock(fleet, first)
+        waves = run_module(fleet, second, dict(args(second), dest=VERSIONS + '/' + version, version=version,
+                                               distribution='waves', **more))
+        assert not waves.get('failed') and waves['source'] == first.name, waves
+        assert waves['transferred_bytes'] == {first.name: total}, waves
+        log = journal(fleet, first, since)
+        reads = log.count('read %s/%s/' % (VERSIONS, version))
+        follows = log.count('follow %s/%s/' % (VERSIONS, version))
+        assert (reads, follows) == ((len(manifest), 0) if not more else (0, len(manifest))), (version, log)
+        if more:
+            assert waves['seconds'] >= 0.9 * total / rate, waves
 
 
 def a_versions_directory_the_service_user_could_change_is_refused(fleet, host, mirror, manifest):

@@ -83,7 +83,10 @@ def hash_early(files, early, name, path):
         early[name] = files.hash_soon(path)
 
 
-def transfer(plan, result, source, row, staging, files, mirror, peers, progress, early=None):
+def transfer(plan, result, source, row, staging, files, mirror, peers, progress, early=None, rate_limit=0):
+    """Waves: every file from the one source. With rate_limit a peer's files come through its ``follow`` (the
+    source has the version whole: it reads the complete files), which the peer paces as for pipelined reads; its
+    ``read`` is not paced."""
     transferred = result['transferred_bytes'] = {source: 0}
     early = {} if early is None else early
     for item, shown in zip(plan, result['files']):
@@ -94,6 +97,8 @@ def transfer(plan, result, source, row, staging, files, mirror, peers, progress,
         try:
             if source == 'mirror':
                 count = mirror.fetch(item['file'], path, item['offset'], progress)
+            elif rate_limit:
+                count = peers.follow(row['source_address'], item['file'], path, item['offset'], item['size'], progress)
             else:
                 count = peers.fetch(row['source_address'], item['file'], path, item['offset'], progress)
             short = model_sync.short_transfer(files.getsize(path), item['size'], count)
@@ -306,7 +311,7 @@ def wait_transfer_verify(params, result, plan, row, source, manifest, staging, f
     if pipelined:
         source = transfer_pipelined(params, plan, result, row, staging, files, mirror, peers, progress, used, early)
     else:
-        transfer(plan, result, source, row, staging, files, mirror, peers, progress, early)
+        transfer(plan, result, source, row, staging, files, mirror, peers, progress, early, params['rate_limit'])
     result['seconds'] = round(clock.time() - started, 3)
 
     progress.set(force=True, state='verifying')

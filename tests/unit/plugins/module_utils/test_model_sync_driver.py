@@ -242,6 +242,26 @@ def test_a_ready_peer_serves():
     assert peers.sent.count('10.0.0.1') == len(SOURCE)
 
 
+def test_with_a_rate_limit_a_waves_peer_serves_through_its_paced_follow():
+    """`read` is not paced on the peer; `follow` is (the forced command, tests/local/.../test_sglang_model_sync_follow.py),
+    and the source has the version whole, so the follow reads its complete files."""
+    files = FakeFiles()
+    peers = FakePeers(files, ['ready'])
+    follows = []
+
+    def follow(address, name, path, offset, size, progress):
+        follows.append((address, name, offset, size))
+        return FakeMirror.fetch(peers, name, path, offset, progress)
+
+    peers.follow = follow
+    msg, result = model_sync_driver.run(params(host='b', peers=PEERS, rate_limit=1000), files, FakeMirror(files), peers,
+                                        FakeClock())
+    assert msg is None and result['source'] == 'a'
+    assert sorted(follows) == sorted(('10.0.0.1', name, 0, MANIFEST[name]['size']) for name in SOURCE)
+    assert '10.0.0.1' not in peers.sent  # no unpaced read
+    assert result['transferred_bytes'] == {'a': sum(len(d) for d in SOURCE.values())}
+
+
 # ---- transfer and verification ---------------------------------------------------------------------------------
 
 def test_a_closed_connection_is_an_interruption_and_the_rerun_resumes():
