@@ -9,11 +9,14 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.module_utils.fleet_defaults import default
+# The collection's module_utils are imported inside each filter: to find one filter of the collection, Ansible imports
+# every filter file of it (plugins/loader.py Jinja2Loader), in every worker process (one per host and task); a
+# filter pays only for what it calls (tests/unit/test_architecture.py).
 
 
 def sglang_default(name):
     """Filter: a fleet variable's name -> the collection's default for it."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.fleet_defaults import default
     try:
         return default(name)
     except ValueError as exc:

@@ -7,15 +7,23 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.sglang.plugins.module_utils.monitoring.fleet_report import (
-    COLUMNS, ROTATION_COLUMN, format_table, report_rows, with_rotation)
-from ansible_collections.llmops.sglang.plugins.module_utils.router.router_rotation import fleet_workers
+# The collection's module_utils are imported inside each filter: to find one filter of the collection, Ansible imports
+# every filter file of it (plugins/loader.py Jinja2Loader), in every worker process (one per host and task); a
+# filter pays only for what it calls (tests/unit/test_architecture.py).
 
 
 def fleet_report(hosts, hostvars, rotation=None, groups=None):
     """Filter: host names + hostvars -> report lines (sglang_deployments, sglang_preflight and sglang_report_info);
     with ``rotation`` ({router: [urls] or None}, non-empty: there are routers) one more column, per worker whether
     each router has it in rotation (``groups``: the play's groups, to find rank 0 of a multi-node group)."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.monitoring.fleet_report import (
+        COLUMNS,
+        ROTATION_COLUMN,
+        format_table,
+        report_rows,
+        with_rotation,
+    )
+    from ansible_collections.llmops.sglang.plugins.module_utils.router.router_rotation import fleet_workers
     rows = []
     hosts = list(hosts)
     for host in hosts:

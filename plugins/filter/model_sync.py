@@ -8,14 +8,16 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.sglang.plugins.module_utils.model.model_sync import peer_list
-from ansible_collections.llmops.sglang.plugins.module_utils.model.model_sync_access import authorized_keys_text, known_hosts_text
+# The collection's module_utils are imported inside each filter: to find one filter of the collection, Ansible imports
+# every filter file of it (plugins/loader.py Jinja2Loader), in every worker process (one per host and task); a
+# filter pays only for what it calls (tests/unit/test_architecture.py).
 
 IDENTITY = '__sglang_sync_identity'
 
 
 def sglang_model_peers(hosts, hostvars, dest):
     """Filter: the play's hosts -> [{name, address, have}] for those that have told (fact sglang_models) about dest."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.model.model_sync import peer_list
     facts = {}
     for host in hosts or []:
         if host not in hostvars:
@@ -39,6 +41,7 @@ def _identities(hosts, hostvars, me):
 def sglang_sync_authorized_keys(before, hostvars, hosts, command, me):
     """Filter: host ``me``'s sync account authorized_keys text (its current text ``before``) with the sync keys of
     the other ``hosts`` that have told theirs (fact __sglang_sync_identity), each restricted to ``command``."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.model.model_sync_access import authorized_keys_text
     return authorized_keys_text(before, [{'name': i['name'], 'public_key': i.get('public_key')}
                                          for i in _identities(hosts, hostvars, me)], command)
 
@@ -46,6 +49,7 @@ def sglang_sync_authorized_keys(before, hostvars, hosts, command, me):
 def sglang_sync_known_hosts(given, hostvars, hosts, me):
     """Filter: the known_hosts text for host ``me``: the inventory's lines ``given``, then the host keys the other
     ``hosts`` read from their own /etc/ssh over the Ansible connection (fact __sglang_sync_identity)."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.model.model_sync_access import known_hosts_text
     peers = [{'name': i['name'], 'address': i.get('address'), 'keys': i.get('host_keys')}
              for i in _identities(hosts, hostvars, me)]
     return known_hosts_text(given, peers)

@@ -12,17 +12,20 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.yaml import yaml_load
 
-from ansible_collections.llmops.sglang.plugins.module_utils.monitoring import node_exporter_flags, prometheus_config
-from ansible_collections.llmops.sglang.plugins.module_utils.monitoring.scrape_targets import TargetsError, file_sd_groups
+# The collection's module_utils are imported inside each filter: to find one filter of the collection, Ansible imports
+# every filter file of it (plugins/loader.py Jinja2Loader), in every worker process (one per host and task); a
+# filter pays only for what it calls (tests/unit/test_architecture.py).
 
 
 def sglang_dpkg_state(text):
     """Filter: dpkg-query's Package/Status/Conffiles output -> {installed: {pkg: bool}, conffiles: {path: md5}}."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.monitoring import prometheus_config
     return prometheus_config.dpkg_state(text or '')
 
 
 def sglang_prometheus_config(stat, slurped, dpkg, config_dir, rule_file_name, alertmanagers):
     """Filter: the stat and slurp of prometheus.yml, the dpkg state -> the role's verdict (write, keep, refuse)."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.monitoring import prometheus_config
     if not isinstance(stat, dict) or not isinstance(dpkg, dict):
         raise AnsibleFilterError('sglang_prometheus_config expects the stat result and sglang_dpkg_state')
     path = '%s/prometheus.yml' % str(config_dir).rstrip('/')
@@ -37,23 +40,30 @@ def sglang_prometheus_config(stat, slurped, dpkg, config_dir, rule_file_name, al
 
 def sglang_prometheus_owned(body):
     """Filter: the role's prometheus.yml text -> the same with the mark that says the role wrote it whole."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.monitoring import prometheus_config
     return prometheus_config.owned_text(str(body))
 
 
 def sglang_node_exporter_plan(defaults_text, textfile_dir, extra_flags, systemd_units=None):
     """Filter: /etc/default/prometheus-node-exporter's text -> {flags, problems} of the role's drop-in."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.monitoring import node_exporter_flags
     return node_exporter_flags.plan(defaults_text or '', textfile_dir, extra_flags,
                                     systemd_units=list(systemd_units) if systemd_units else None)
 
 
 def sglang_node_exporter_dropin(flags):
     """Filter: the drop-in's flags -> its text."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.monitoring import node_exporter_flags
     return node_exporter_flags.dropin_text(list(flags))
 
 
 def sglang_scrape_targets(hosts, hostvars, default_instances, node_exporter_port=9100, router_targets=None,
                           router_hosts=None, router_defaults=None, monitoring_host=None):
     """Filter: inventory host names -> {job: file_sd target groups, 'notes': [routers left out and why]}."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.monitoring.scrape_targets import (
+        TargetsError,
+        file_sd_groups,
+    )
     try:
         return file_sd_groups(hosts, hostvars, default_instances, node_exporter_port, router_targets,
                               router_hosts, router_defaults, monitoring_host)

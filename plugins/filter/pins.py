@@ -9,11 +9,14 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.module_utils.pins import pin
+# The collection's module_utils are imported inside each filter: to find one filter of the collection, Ansible imports
+# every filter file of it (plugins/loader.py Jinja2Loader), in every worker process (one per host and task); a
+# filter pays only for what it calls (tests/unit/test_architecture.py).
 
 
 def sglang_pin(package):
     """Filter: a package name -> the version this collection pins with its SGLang release."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.pins import pin
     try:
         return pin(package)
     except ValueError as exc:

@@ -9,11 +9,14 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.module_utils.rollout.role_inputs import instance_problems, server_problems
+# The collection's module_utils are imported inside each filter: to find one filter of the collection, Ansible imports
+# every filter file of it (plugins/loader.py Jinja2Loader), in every worker process (one per host and task); a
+# filter pays only for what it calls (tests/unit/test_architecture.py).
 
 
 def sglang_input_problems(values, reserved=None, groups=None, inventory_hostname=None):
     """Filter: the role's variables by name -> one message per failed rule (empty list: all good)."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.rollout.role_inputs import server_problems
     if not isinstance(values, dict):
         raise AnsibleFilterError('sglang_input_problems expects a dict of the role\'s variables, got %s' % type(values).__name__)
     group = values.get('sglang_multinode_group') or ''
@@ -25,6 +28,7 @@ def sglang_input_problems(values, reserved=None, groups=None, inventory_hostname
 
 def sglang_instance_problems(instances, where='k26_instances'):
     """Filter: a rollout's instance list -> one message per failed rule (empty list: all good)."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.rollout.role_inputs import instance_problems
     return instance_problems(instances, where)
 
 

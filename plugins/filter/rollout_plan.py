@@ -10,30 +10,22 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.module_utils.fleet_defaults import DEFAULT_INSTANCES
-from ansible_collections.llmops.sglang.plugins.module_utils.monitoring.fleet_report import format_table
-from ansible_collections.llmops.sglang.plugins.module_utils.router.router_rotation import worker_url
-from ansible_collections.llmops.sglang.plugins.module_utils.rollout.canary_peers import baseline_lines, canary_baselines
-from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_plan import (
-    COLUMNS,
-    decide,
-    host_route,
-    plan_host,
-    plan_rows,
-    plan_summary,
-    rollout_order,
-)
+# The collection's module_utils are imported inside each filter: to find one filter of the collection, Ansible imports
+# every filter file of it (plugins/loader.py Jinja2Loader), in every worker process (one per host and task); a
+# filter pays only for what it calls (tests/unit/test_architecture.py).
 
 
 def sglang_plan(wants, observed, secrets=None):
     """Filter: the role's rendered instances (unit -> want) + sglang_observe's result (+ the secrets' digests)
     -> unit -> plan."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_plan import plan_host
     return plan_host(dict(wants or {}), dict(observed or {}), dict(secrets or {}))
 
 
 def sglang_decide(want, observed, unit, secret_digest=None, planned=None):
     """Filter: one instance's want + the role's sglang_observe result + its unit (+ the wanted secrets' digest, + the
     plan's {decision, observed}) -> {action, changes, restart, why, source, moved, verified, unit_known}."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_plan import decide
     try:
         return decide(dict(want or {}), dict(observed or {}), unit, secret_digest, dict(planned) if planned else None)
     except ValueError as exc:
@@ -42,11 +34,19 @@ def sglang_decide(want, observed, unit, secret_digest=None, planned=None):
 
 def sglang_plan_route(plans):
     """Filter: a host's plans -> 'rollout', 'apply' or 'done'."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_plan import host_route
     return host_route(dict(plans or {}))
 
 
 def sglang_plan_table(hosts, hostvars):
     """Filter: host names + hostvars -> the plan table's lines (k26_plan of each host), then a summary line."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.monitoring.fleet_report import format_table
+    from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_plan import (
+        COLUMNS,
+        host_route,
+        plan_rows,
+        plan_summary,
+    )
     rows, routes = [], []
     for host in hosts:
         values = hostvars[host] if host in hostvars else {}
@@ -59,6 +59,7 @@ def sglang_plan_table(hosts, hostvars):
 
 def sglang_rollout_order(hosts, hostvars, serial):
     """Filter: the hosts whose plan restarts + hostvars + k26_serial -> {hosts, batches} (multi-node groups whole)."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_plan import rollout_order
     units = {}
     for host in hosts:
         values = hostvars[host] if host in hostvars else {}
@@ -74,6 +75,8 @@ def sglang_rollout_order(hosts, hostvars, serial):
 
 def _peer_facts(host, values):
     """What canary_peers.canary_baselines reads of one host's hostvars (the plan play's facts)."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.fleet_defaults import DEFAULT_INSTANCES
+    from ansible_collections.llmops.sglang.plugins.module_utils.router.router_rotation import worker_url
     address = values.get('sglang_router_worker_address') or values.get('ansible_host') or host
     urls = dict(('%s.service' % instance.get('name'), worker_url(address, instance.get('port', 30000)))
                 for instance in values.get('k26_instances') or DEFAULT_INSTANCES)
@@ -86,6 +89,7 @@ def _peer_facts(host, values):
 def sglang_canary_baselines(rollout, hostvars, mode='peer'):
     """Filter: sglang_rollout_order's result + hostvars (+ k26_canary_baseline) -> {canary host: {unit: {host, url}
     or {why}}}: each canary instance's live baseline (module_utils/rollout/canary_peers.py)."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.rollout.canary_peers import canary_baselines
     order = list((rollout or {}).get('hosts') or [])
     first = ((rollout or {}).get('batches') or [0])[0]
     facts = dict((host, _peer_facts(host, hostvars[host] if host in hostvars else {})) for host in order)
@@ -100,6 +104,7 @@ def sglang_canary_baselines(rollout, hostvars, mode='peer'):
 
 def sglang_canary_baseline_lines(baselines):
     """Filter: sglang_canary_baselines' result -> what the plan prints of it."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.rollout.canary_peers import baseline_lines
     return baseline_lines(dict(baselines or {}))
 
 

@@ -7,20 +7,20 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_state import (
-    after_rollback,
-    after_wait,
-    outcome,
-)
+# The collection's module_utils are imported inside each filter: to find one filter of the collection, Ansible imports
+# every filter file of it (plugins/loader.py Jinja2Loader), in every worker process (one per host and task); a
+# filter pays only for what it calls (tests/unit/test_architecture.py).
 
 
 def sglang_after_wait(wait_ok, verified, has_last_good, rollback_enabled):
     """Filter: {action: keep|remember|rollback|fail, note}."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_state import after_wait
     return after_wait(bool(wait_ok), bool(verified), bool(has_last_good), bool(rollback_enabled))
 
 
 def sglang_after_rollback(wait_ok, elapsed=None, reason=None, message=None):
     """Filter: {action, rolled_back, note} after the one restore."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_state import after_rollback
     return after_rollback(bool(wait_ok), elapsed, reason, message)
 
 
@@ -28,6 +28,7 @@ def sglang_outcome(wait_result, unit, failure=None, next_step=None, rollback=Non
                    canary=None):
     """Filter: the waiter's result + what followed it -> the instance's outcome (with ``outcome`` and ``message``,
     and ``canary`` when a canary analysis ran)."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_state import outcome
     return outcome(unit, wait_result, failure, next_step, rollback, packages, config_changed, canary)
 
 

@@ -9,19 +9,14 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.sglang.plugins.module_utils.rollout.server_args import (
-    ServerArgsError,
-    build_argv,
-    environment_lines,
-    parser_refusal,
-    secret_environment,
-    systemd_exec_line,
-)
-from ansible_collections.llmops.sglang.plugins.module_utils.secret_flags import secrets_digest
+# The collection's module_utils are imported inside each filter: to find one filter of the collection, Ansible imports
+# every filter file of it (plugins/loader.py Jinja2Loader), in every worker process (one per host and task); a
+# filter pays only for what it calls (tests/unit/test_architecture.py).
 
 
 def sglang_argv(server_args, extra_args=None, reserved=None):
     """Filter: dict of flags (+ raw extras) -> argv list."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.rollout.server_args import ServerArgsError, build_argv
     try:
         return build_argv(server_args, extra_args, reserved)
     except ServerArgsError as exc:
@@ -30,6 +25,10 @@ def sglang_argv(server_args, extra_args=None, reserved=None):
 
 def systemd_exec(argv):
     """Filter: argv list -> one ExecStart= value that systemd splits back into exactly that argv."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.rollout.server_args import (
+        ServerArgsError,
+        systemd_exec_line,
+    )
     try:
         return systemd_exec_line(argv)
     except ServerArgsError as exc:
@@ -38,6 +37,10 @@ def systemd_exec(argv):
 
 def systemd_environment_lines(env, where='sglang_env'):
     """Filter: dict of environment variables -> sorted KEY="value" lines for an EnvironmentFile=."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.rollout.server_args import (
+        ServerArgsError,
+        environment_lines,
+    )
     try:
         return environment_lines(env, where)
     except ServerArgsError as exc:
@@ -46,6 +49,10 @@ def systemd_environment_lines(env, where='sglang_env'):
 
 def sglang_secret_environment(secret_args):
     """Filter: sglang_secret_args (secret flag -> value) -> the secrets file's LLMOPS_SGLANG_SECRET_* variables."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.rollout.server_args import (
+        ServerArgsError,
+        secret_environment,
+    )
     try:
         return secret_environment(secret_args)
     except ServerArgsError as exc:
@@ -54,6 +61,7 @@ def sglang_secret_environment(secret_args):
 
 def sglang_secrets_digest(content, key):
     """Filter: the secrets file's text (None: no file) -> its digest keyed with key, as sglang_observe reports it."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.secret_flags import secrets_digest
     if content is None:
         return None
     try:
@@ -64,6 +72,7 @@ def sglang_secrets_digest(content, key):
 
 def sglang_parser_refusal(stderr, server_args=None, extra_args=None, reserved=None):
     """Filter: SGLang's parser output -> {error, variable}: its words and the role variable they point at."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.rollout.server_args import parser_refusal
     return parser_refusal(stderr, server_args, extra_args, reserved)
 
 
