@@ -127,7 +127,7 @@ options:
         in a chain or a tree of fan-out O(fanout). When its source fails (its C(.sync-failed)) or stalls for
         O(timeout) seconds, the host continues from the bytes it has. It reads from its source's source, then
         from the hosts that have the version whole, and then from the mirror. Chosen as the default from the
-        measurement (docs/model-sync.md: on 24 hosts 1.76 transfer times against 15.8 for waves).
+        measurement (docs/model-sync.md, 24 hosts in 1.76 transfer times against 15.8 for waves).
       - C(waves) - a host waits until its source has the whole version, then copies it. The number of hosts that
         have the version doubles per wave.
     type: str
