@@ -81,7 +81,7 @@ def admit_at_once(path, lock):
         proc.start()
     try:
         # read before joining: a process that put on a queue exits only once the queue's pipe is drained
-        seen = [reads.get(timeout=60) for _ in WORKERS]
+        seen = [reads.get(timeout=60) for _worker in WORKERS]
         for proc in procs:
             proc.join(60)
             assert proc.exitcode == 0, proc.exitcode
