@@ -186,7 +186,8 @@ def _applied(plan, want, seen):
     files whose content changes: the role parses a changed unit's argv first), ``config_changed`` (a file or a pin
     changes: the deployment metrics' config_changed) and ``dependencies`` (the role's dependencies step has work:
     a Debian package missing, a venv without pip, a pin that differs, or Python.h missing where the role installs
-    it; without it the role does not enter that step at all)."""
+    it; without it the role does not enter that step at all) and ``pin_changes`` (each pin that differs, 'NAME OLD ->
+    NEW': the role's pip runs only for these)."""
     stopping = (want.get('state') or 'started') in ('stopped', 'absent')
     files = [] if stopping else _file_changes(want.get('files'), seen.get('files'))
     pins = [] if stopping else _pin_changes(want.get('pins'), seen.get('packages'))
@@ -196,7 +197,7 @@ def _applied(plan, want, seen):
     dependencies = not stopping and bool(seen.get('apt_missing') or not seen.get('pip', True) or pins
                                          or (want.get('python_headers') and not seen.get('python_h', True)))
     return dict(plan, start='none' if stopping else start, files=files, config_changed=bool(files or pins),
-                dependencies=dependencies)
+                dependencies=dependencies, pin_changes=pins)
 
 
 def plan_seen(want, seen):
@@ -309,7 +310,8 @@ def decide(want, observed, unit, secret_digest=None, planned=None):
     ``converged``: decided anew too, everything that moved moved towards ``want`` (``converged``); ``observed``: no
     plan), ``moved`` (the instance_seen keys that differ from the plan's observation, [] unless decided anew),
     ``verified`` (rollout_state.config_verified: the configuration the role writes, with the pins it
-    installs, is the last known good one) and ``unit_known`` (the unit exists on the host).
+    installs, is the last known good one), ``unit_known`` (the unit exists on the host) and ``steps`` (start_steps:
+    the systemd jobs that apply ``start``).
     """
     if unit not in ((observed or {}).get('instances') or {}):
         raise ValueError('decide: %s is not in the observation (observed.instances has %s)'
@@ -332,8 +334,23 @@ def decide(want, observed, unit, secret_digest=None, planned=None):
         decision = dict(plan_seen(want, seen), source='observed', moved=[])
     pins = dict((name, version) for name, version in (want.get('pins') or {}).items() if version)
     decision.update(verified=config_verified(want['files'], seen['last_good'], dict(seen['packages'], **pins)),
-                    unit_known=bool(seen['service'].get('exists')))
+                    unit_known=bool(seen['service'].get('exists')),
+                    steps=start_steps(decision.get('start', 'none'), want.get('nodes') or []))
     return decision
+
+
+def start_steps(start, nodes):
+    """The systemd jobs that apply ``start`` (restart, start or none), in order: [{host, state, reload}], ``host``
+    None for this host (the role runs none for a unit that is not on the host in check mode). A multi-node group's restart stops every rank,
+    rank 0 first (it drains its requests, then broadcasts the ShutdownReq that ends every rank: SGLang 0.5.23
+    entrypoints/engine.py:1262-1273; a rank >= 1 ignores SIGTERM after the load), each rank's systemd reading its new
+    unit file before its stop, then starts every rank, also those outside this batch (a rank 0 alone would wait for
+    its peers forever). Anything else is one job on this host: restarted or started, systemd reading the unit file
+    again first whenever the decision starts it; ``none`` still makes sure the unit runs."""
+    if start == 'restart' and nodes:
+        return ([{'host': node, 'state': 'stopped', 'reload': True} for node in nodes]
+                + [{'host': node, 'state': 'started', 'reload': False} for node in nodes])
+    return [{'host': None, 'state': 'restarted' if start == 'restart' else 'started', 'reload': start != 'none'}]
 
 
 def host_route(plans):

@@ -21,6 +21,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_plan
     plan_seen,
     plan_summary,
     rollout_order,
+    start_steps,
 )
 
 PINS = {'sglang': '0.5.23+standin', 'compressed-tensors': '0.18.0'}
@@ -286,7 +287,8 @@ def test_decide_without_a_plan_is_plan_hosts_decision_from_this_observation():
     alone = observe(state, [wants['b.service']])
     decision = decide(wants['b.service'], alone, 'b.service')
     plan = plan_host({'b.service': wants['b.service']}, alone)['b.service']
-    assert decision == dict(plan, source='observed', moved=[], verified=True, unit_known=True)
+    assert decision == dict(plan, source='observed', moved=[], verified=True, unit_known=True,
+                            steps=[{'host': None, 'state': 'started', 'reload': False}])
     assert decision['action'] == 'change' and decision['restart'] is False
 
 
@@ -302,7 +304,8 @@ def test_decide_applies_the_plans_own_decision_on_a_host_that_did_not_move():
                                                                   since='', started_at=1000.6))
     for observed in (observe(state, [wants['b.service']]), observe(state_later, [wants['b.service']])):
         decision = decide(wants['b.service'], observed, 'b.service', None, {'decision': marked, 'observed': whole})
-        assert decision == dict(marked, source='plan', moved=[], verified=True, unit_known=True)
+        assert decision == dict(marked, source='plan', moved=[], verified=True, unit_known=True,
+                                steps=[{'host': None, 'state': 'started', 'reload': False}])
 
 
 def _planned(wants, state):
@@ -377,6 +380,7 @@ def test_decide_unit_known_and_refusals():
     state['instances']['a.service'] = instance(service={'exists': False, 'active_state': 'inactive'})
     decision = decide(want, observe(state, [want]), 'a.service')
     assert (decision['unit_known'], decision['action']) == (False, 'start')
+    assert decision['steps'] == [{'host': None, 'state': 'started', 'reload': True}]  # a new unit is started
     with pytest.raises(ValueError, match='a.service is not in the observation'):
         decide(want, {'instances': {}}, 'a.service')
     with pytest.raises(ValueError, match='planned must be'):
@@ -499,3 +503,28 @@ def test_converged_is_a_move_towards_the_want_only(key, old, new, ok):
             'observe': {'mtimes': ['/etc/systemd/system/b.service', '/etc/sglang/b.env', '/v/sglang-*.dist-info']}}
     assert converged({key: old}, {key: new}, want, [key]) is ok
     assert converged({}, {}, want, []) is False   # nothing moved: not a move of any kind
+
+
+def test_start_steps_apply_the_decisions_start():
+    # one job on this host; systemd reads the unit file again whenever the decision starts it
+    assert start_steps('restart', []) == [{'host': None, 'state': 'restarted', 'reload': True}]
+    assert start_steps('start', []) == [{'host': None, 'state': 'started', 'reload': True}]
+    assert start_steps('none', []) == [{'host': None, 'state': 'started', 'reload': False}]
+    # a multi-node group's restart: every rank stopped, rank 0 first, each reading its unit file; then every rank started
+    assert start_steps('restart', ['n0', 'n1', 'n2']) == [
+        {'host': 'n0', 'state': 'stopped', 'reload': True}, {'host': 'n1', 'state': 'stopped', 'reload': True},
+        {'host': 'n2', 'state': 'stopped', 'reload': True}, {'host': 'n0', 'state': 'started', 'reload': False},
+        {'host': 'n1', 'state': 'started', 'reload': False}, {'host': 'n2', 'state': 'started', 'reload': False}]
+    # a group that only needs starting starts on this host (each host of the group runs its own rank)
+    assert start_steps('start', ['n0', 'n1']) == [{'host': None, 'state': 'started', 'reload': True}]
+
+
+def test_decide_says_the_steps_of_a_multi_node_restart():
+    wants, state = two_instance_host()
+    want = dict(wants['a.service'], nodes=['h0', 'h1'], pins=dict(wants['a.service']['pins'], sglang='9.9.9'))
+    decision = decide(want, observe(state, [want]), 'a.service')
+    assert decision['start'] == 'restart'
+    # the role's pip runs for exactly these
+    assert decision['pin_changes'] == ['sglang %s -> 9.9.9' % PINS['sglang']]
+    assert [(step['host'], step['state']) for step in decision['steps']] == [
+        ('h0', 'stopped'), ('h1', 'stopped'), ('h0', 'started'), ('h1', 'started')]
