@@ -32,9 +32,10 @@ def _identities(hosts, hostvars, me):
     for host in hosts or []:
         if host == me or host not in hostvars:
             continue
-        identity = hostvars[host].get(IDENTITY)
-        if isinstance(identity, dict):
-            out.append(dict(identity, name=host))
+        values = hostvars[host]
+        identity = values.get(IDENTITY)  # the host's sglang_sync_identity result
+        if isinstance(identity, dict) and not identity.get('skipped'):
+            out.append(dict(identity, name=host, address=values.get('ansible_host') or host))
     return out
 
 
