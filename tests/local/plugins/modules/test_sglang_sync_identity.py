@@ -8,29 +8,18 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import glob
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[4]
-ANSIBLE = Path(sys.executable).parent / 'ansible'
+from ansible_collections.llmops.sglang.tests.local.plugins.adhoc import run_module
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason='runs as root, as the role does')
 
 
 def run(args, check=False, fail=False):
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / '.build' / 'collections'), ANSIBLE_LOCALHOST_WARNING='0',
-               ANSIBLE_INVENTORY_UNPARSED_WARNING='0', ANSIBLE_PYTHON_INTERPRETER=sys.executable)
-    argv = [str(ANSIBLE), 'localhost', '-c', 'local', '-m', 'llmops.sglang.sglang_sync_identity', '-o', '-a',
-            json.dumps(args)]
-    done = subprocess.run(argv + (['--check'] if check else []), capture_output=True, text=True, env=env, timeout=300,
-                          check=False, cwd=str(ROOT))
-    assert (done.returncode != 0) == fail, done.stdout + done.stderr
-    return json.loads(done.stdout.split(' => ', 1)[1])
+    return run_module('sglang_sync_identity', args, check, fail)[0]
 
 
 def test_the_key_is_made_once_then_read_and_check_mode_makes_nothing(tmp_path):
