@@ -142,7 +142,8 @@ def render_cost(result):
              "environment value on every "
              "host for each run (every host restarts, waits and saves its configuration, in both trees). %d "
              "round(s), each running both trees, each tree's turn beginning with a converging run of its own (two "
-             "trees may render the unit differently); round r runs base first when r is even, new first when odd. "
+             "trees may render the unit differently)%s; round r runs base first when r is even, new first when "
+             "odd. "
              "*Controller CPU* is user+sys of `ansible-playbook` and the processes it waited for "
              "(`RUSAGE_CHILDREN`; not the ssh ControlPersist masters, which outlive the run and are shared by both "
              "trees). *Hosts' CPU* is each nspawn host's cgroup `cpu.stat` `usage_usec` (everything on the host: "
@@ -154,7 +155,9 @@ def render_cost(result):
                  result["hosts"], base["rev"], short(base.get("subject")) or base["commit"][:12], new["rev"],
                  short(new.get("subject")) or new["commit"][:12],
                  ", with uncommitted changes" if new.get("dirty") else "",
-                 result["rounds"], result["hosts"], result.get("idle_cpu_s_per_s") or 0.0), ""]
+                 result["rounds"],
+                 " and a pause of %d s before its scenarios" % result["settle_s"] if result.get("settle_s") else "",
+                 result["hosts"], result.get("idle_cpu_s_per_s") or 0.0), ""]
     first = result.get("first_deploy")
     if first:
         lines += ["Fleet up in %.0f s; first deploy by the %s tree (`k26_serial: ['100%%']`): %.1f s, rc %d, %d "
@@ -398,6 +401,10 @@ def run_cost(base_rev=BASE, hosts=HOSTS, rounds=ROUNDS, state_dir=STATE_DIR, pre
     return result
 
 
+# Seconds between a tree's converging run and its scenarios (both trees alike).
+SETTLE_S = 30
+
+
 def measure(fleet, trees, rounds, result):
     """Each round, each tree in turn (ABBA): first a converging run of that tree (`k26_serial: ['100%']`, kept as a
     "converge" row, not in the medians), then its scenarios. Two trees may render the unit or its files differently
@@ -415,6 +422,10 @@ def measure(fleet, trees, rounds, result):
             result.setdefault("converge", []).append(converge)
             if converge["rc"] != 0:
                 raise RuntimeError("%s could not converge the fleet:\n%s" % (tree, converge["tail"]))
+            # A converging run that restarted hosts leaves their stand-ins' loads and the playbook's own exit on the
+            # CPUs for some seconds: both trees' scenarios start after the same pause, not on the heels of it.
+            time.sleep(SETTLE_S)
+            result["settle_s"] = SETTLE_S
             if "first_deploy" not in result:
                 result["first_deploy"] = converge
                 # The hosts' own CPU while nobody deploys (the stand-in serving nothing, systemd, journald): the

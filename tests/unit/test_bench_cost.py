@@ -74,6 +74,9 @@ def test_the_section_shows_medians_ratios_and_every_run(cost):
     assert '| change | module tasks per host (callback) | 30 | 18 | 0.60x | 30 | 18 |' in lines
     assert 'idle, the 2 hosts use 0.020 CPU s per second together' in text
     assert 'base noop 0: rc 0, 0 changed (0 hosts), load 3.0; new noop 0' in text
+    assert 'converging run of its own (two trees may render the unit differently); round r' in text  # no pause then
+    paused = '\n'.join(cost.render_cost(dict(result([run('base', 'noop'), run('new', 'noop')], rounds=1), settle_s=30)))
+    assert 'render the unit differently) and a pause of 30 s before its scenarios; round r' in paused
 
 
 def test_a_long_commit_subject_is_cut_at_a_word(cost):
