@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.llmops.sglang.plugins.module_utils.model.sync_identity import host_key_lines
+from ansible_collections.llmops.sglang.plugins.module_utils.model.sync_identity_adapters import identity_files
 from ansible_collections.llmops.sglang.tests.local.plugins.adhoc import run_module
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason='runs as root, as the role does')
@@ -35,7 +37,7 @@ def test_the_key_is_made_once_then_read_and_check_mode_makes_nothing(tmp_path):
     again = run(args)
     assert again['changed'] is False and again['public_key'] == made['public_key']
     assert run(args, check=True)['public_key'] == made['public_key']
-    # the host keys as /etc/ssh has them (this machine may have none)
+    # the host keys as /etc/ssh has them (this machine may have none: the adapter's own test below reads real files)
     wanted = [line.strip() for path in sorted(glob.glob('/etc/ssh/ssh_host_*_key.pub'))
               for line in Path(path).read_text().splitlines() if line.strip()]
     assert again['host_keys'] == wanted
@@ -64,3 +66,20 @@ def test_an_operators_key_is_never_made_and_one_that_cannot_be_read_names_its_va
     key.write_text('not a key\n')
     os.chmod(str(key), 0o600)
     assert 'its public key cannot be read' in run(args, fail=True)['msg']
+
+
+def test_the_reads_see_real_host_keys_and_the_key_in_name_order(tmp_path):
+    """The module's host-key read on real files (this machine's /etc/ssh may hold none, which would make the module
+    test above compare two empty lists): two .pub files and one that does not match the pattern."""
+    ssh = tmp_path / 'ssh'
+    ssh.mkdir()
+    (ssh / 'ssh_host_rsa_key.pub').write_text('ssh-rsa BBBB root@h\n')
+    (ssh / 'ssh_host_ed25519_key.pub').write_text('ssh-ed25519 AAAA root@h\n')
+    (ssh / 'ssh_host_ed25519_key').write_text('private, never read\n')
+    key = tmp_path / 'id'
+    key.write_text('x')
+    seen = identity_files(str(key), str(tmp_path / 'home' / '.ssh' / 'ak'), pattern=str(ssh / 'ssh_host_*_key.pub'))
+    assert host_key_lines(seen['host_key_texts']) == ['ssh-ed25519 AAAA root@h', 'ssh-rsa BBBB root@h']
+    assert (seen['key_exists'], seen['authorized_keys'], seen['home_ready']) == (True, '', False)
+    assert identity_files(str(tmp_path / 'none'), str(tmp_path / 'ak'), host_keys=False,
+                          pattern=str(ssh / '*.pub'))['host_key_texts'] == []
