@@ -341,8 +341,8 @@ def decide(want, observed, unit, secret_digest=None, planned=None):
 
 def start_steps(start, nodes):
     """The systemd jobs that apply ``start`` (restart, start or none), in order: [{host, state, reload}], ``host``
-    None for this host (the role runs none for a unit that is not on the host in check mode). A multi-node group's restart stops every rank,
-    rank 0 first (it drains its requests, then broadcasts the ShutdownReq that ends every rank: SGLang 0.5.23
+    None for this host (the role runs none for a unit that is not on the host in check mode). A multi-node group's
+    restart stops every rank, rank 0 first (it drains its requests, then broadcasts the ShutdownReq that ends every rank: SGLang 0.5.23
     entrypoints/engine.py:1262-1273; a rank >= 1 ignores SIGTERM after the load), each rank's systemd reading its new
     unit file before its stop, then starts every rank, also those outside this batch (a rank 0 alone would wait for
     its peers forever). Anything else is one job on this host: restarted or started, systemd reading the unit file
