@@ -63,12 +63,21 @@ def headerless_interpreter(root):
     return python
 
 
+# Ports this process handed out: the kernel may give the port it just freed to the next bind(0), and two servers
+# started together (test_standin_canary_faults' base and slow) then shared one port: every request reached one of them.
+_GIVEN = set()
+
+
 def free_port():
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return port
+    """A free port on 127.0.0.1 that this process has not handed out before."""
+    while True:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        sock.close()
+        if port not in _GIVEN:
+            _GIVEN.add(port)
+            return port
 
 
 class Server(object):
