@@ -395,6 +395,24 @@ def test_sigterm_to_the_whole_cgroup(launch, standin_python, model_dir):
     assert server.wait_no_descendants() == []
 
 
+def test_a_sigquit_right_behind_a_sigterm_is_handled_after_it(launch, standin_python, model_dir):
+    """From the first request on, 0.5.23's SIGTERM and SIGQUIT handlers are the asyncio loop's
+    (tokenizer_manager.py:2451-2459): they run in the order the signals arrived, not CPython's by-number order for
+    signal.signal handlers (SIGQUIT, 3, before SIGTERM, 15). A SIGTERM to the cgroup and the watchdog's SIGQUIT can
+    both be pending when a loaded host's main thread gets a core: the drain's line comes first, then the kill."""
+    server = launch(standin_python, model_dir)
+    server.wait_ready()
+    os.kill(server.proc.pid, signal.SIGTERM)
+    os.kill(server.proc.pid, signal.SIGQUIT)
+    assert server.wait_exit() == -signal.SIGKILL
+    lines = server.output.splitlines()
+    sigterm = [i for i, line in enumerate(lines) if line.endswith("SIGTERM received. signum=None frame=None. Draining "
+                                                                   "requests and shutting down...")]
+    sigquit = [i for i, line in enumerate(lines) if line.endswith("SIGQUIT received. signum=None, frame=None. It usually "
+                                                                   "means one child failed.")]
+    assert len(sigterm) == 1 and len(sigquit) == 1 and sigterm[0] < sigquit[0], server.output
+
+
 def test_a_launcher_can_wrap_prepare_server_args(launch, standin_python, model_dir, tmp_path):
     """launch_server.py imports prepare_server_args when it runs (0.5.23 sglang/launch_server.py:10,81), so a
     wrapper that replaces it in sglang.srt.server_args first (as the role's key shim does) is the one called."""

@@ -237,6 +237,7 @@ class Launcher(object):
         parent = os.getpid()
         if os.fork() == 0:  # the detokenizer process
             try:
+                signal.set_wakeup_fd(-1)  # the pipe is the parent's
                 logfmt.Logger("").error(signatures.detokenizer_exception(163839))
                 os.kill(parent, signal.SIGQUIT)
             finally:
@@ -247,6 +248,25 @@ class Launcher(object):
         """auto_create_handle_loop (tokenizer_manager.py:2440-2462), first run by the warmup's first request. (Python
         sets handlers in the main thread only: the dispatchers installed at start switch on this flag.)"""
         self.running_phase = True
+
+    def on_signal(self, signum, frame):
+        """In which order a SIGTERM and a SIGQUIT that are both pending are handled. CPython runs pending Python-level
+        handlers by signal number (SIGQUIT, 3, before SIGTERM, 15), and 0.5.23's launch-phase handler is one of those
+        (engine.py:1982). From the first request on, both are the asyncio loop's (tokenizer_manager.py:2451-2459),
+        which reads the wakeup fd's bytes and so runs them in the order they arrived: a SIGTERM to the whole cgroup
+        is logged before the SubprocessWatchdog's SIGQUIT that the dying schedulers cause, however late the main
+        thread gets a core."""
+        try:
+            arrived = list(os.read(self.arrivals, 64))
+        except BlockingIOError:
+            arrived = []
+        if not self.running_phase:
+            arrived = [signum]
+        for number in arrived:
+            if number == signal.SIGQUIT:
+                self.dispatch_sigquit(number, None)
+            elif number == signal.SIGTERM:
+                self.dispatch_sigterm(number, None)
 
     def dispatch_sigterm(self, signum, frame):
         if self.follower_sigterm is not None:
@@ -343,8 +363,12 @@ class Launcher(object):
     # ---- startup --------------------------------------------------------------------------------------------
     def run(self):
         # During the load only the launch-phase SIGQUIT handler exists (engine.py:1982): SIGTERM kills (15/TERM).
-        signal.signal(signal.SIGQUIT, self.dispatch_sigquit)
-        signal.signal(signal.SIGTERM, self.dispatch_sigterm)
+        self.arrivals, wakeup = os.pipe()
+        os.set_blocking(self.arrivals, False)
+        os.set_blocking(wakeup, False)
+        signal.set_wakeup_fd(wakeup, warn_on_full_buffer=False)
+        signal.signal(signal.SIGQUIT, self.on_signal)
+        signal.signal(signal.SIGTERM, self.on_signal)
         logfmt.event("start", phase="main", start_number=self.faults.start_number)
         if self.faults.crash_in("init") == "no_gpu":
             self.no_accelerator()
