@@ -24,6 +24,12 @@ def sglang_after_rollback(wait_ok, elapsed=None, reason=None, message=None):
     return after_rollback(bool(wait_ok), elapsed, reason, message)
 
 
+def sglang_group_verdict(own, rank0_failure=None, rank0_host=''):
+    """Filter: a multi-node group's rank >= 1 takes rank 0's failure when it has none of its own."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_state import group_verdict
+    return group_verdict(own, rank0_failure, rank0_host)
+
+
 def sglang_outcome(wait_result, unit, failure=None, next_step=None, rollback=None, packages=None, config_changed=False,
                    canary=None):
     """Filter: the waiter's result + what followed it -> the instance's outcome (with ``outcome`` and ``message``,
@@ -39,5 +45,6 @@ class FilterModule(object):
         return {
             'sglang_after_wait': sglang_after_wait,
             'sglang_after_rollback': sglang_after_rollback,
+            'sglang_group_verdict': sglang_group_verdict,
             'sglang_outcome': sglang_outcome,
         }

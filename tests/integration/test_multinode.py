@@ -36,7 +36,8 @@ def group(fleet, standin_venv, tmp_path):
     yield ranks, str(inventory)
     for host in ranks:
         fleet.run(host, 'systemctl stop {0}.service; systemctl reset-failed {0}.service; rm -rf /etc/systemd/system/{0}.service '
-                        '/etc/sglang/{0}.env /etc/sglang/{0}.secrets.env /var/lib/sglang/{0} {1}; systemctl daemon-reload'.format(UNIT, FAULT_FILE))
+                        '/etc/sglang/{0}.env /etc/sglang/{0}.secrets.env /var/lib/sglang/{0} /var/lib/llmops-sglang/server/{0} {1}; '
+                        'systemctl daemon-reload'.format(UNIT, FAULT_FILE))
 
 
 def deploy(fleet, inventory, limit=None, **overrides):
@@ -114,3 +115,36 @@ def test_restart_and_stop_go_rank_0_first_and_never_wait_out_the_stop_timeout(fl
         state = fleet.run(host, show, check=True).stdout
         assert 'ActiveState=inactive' in state and 'Result=success' in state, (host.name, state)
         assert stop_timed_out(fleet, host, since[host.name]) == '', 'the stop of %s waited out its timeout' % host.name
+
+
+def env_file(fleet, host):
+    return fleet.run(host, 'cat /etc/sglang/%s.env' % UNIT, check=True).stdout
+
+
+def test_a_canary_failure_on_rank_0_rolls_the_whole_group_back(fleet, group):
+    """Only rank 0 serves, so only rank 0 runs the canary analysis; rank 1's wait probes rank 0 and passes. When the
+    analysis fails, rank 1 must not keep the configuration as its last good one, and the group rolls back whole: a
+    rank 0 restored and restarted alone would wait for a rank 1 that its own stop ended (0.5.23 entrypoints/engine.py:
+    1262-1273) or that runs the configuration that failed."""
+    (rank0, rank1), inventory = group
+    paced = {'SGLANG_STANDIN_PACE': '0.01', 'SGLANG_STANDIN_FAULT_FILE': FAULT_FILE,
+             'SGLANG_STANDIN_STATE_DIR': '/var/lib/sglang/' + UNIT, 'SGLANG_STANDIN_TOKEN_SECONDS': '0.02'}
+    canary = {'sglang_canary_analysis': 'always', 'sglang_wait': {'timeout': 90, 'stall_timeout': 60},
+              'sglang_canary': {'concurrency': [1], 'rounds': 3, 'max_tokens': 16, 'floors': {'tpot': 5, 'ttft': 200}}}
+    # The first deploy's analysis has no baseline: it passes and records rank 0's figures.
+    result = deploy(fleet, inventory, sglang_env=paced, **canary)
+    assert result.rc == 0, result
+    assert 'canary analysis: passed (baseline: none' in ' '.join(result.stdout.split()), result.stdout[-6000:]
+    # The change: decode 2x slower. Rank 0's analysis fails against the record.
+    result = deploy(fleet, inventory, sglang_env=dict(paced, SGLANG_STANDIN_FAULT='decode_slowdown=2'), **canary)
+    out = ' '.join(result.stdout.split())
+    assert result.rc != 0, result
+    assert 'canary analysis: FAILED (baseline: recorded ' in out, result.stdout[-8000:]
+    for host in (rank0, rank1):
+        assert 'decode_slowdown' not in env_file(fleet, host), (host.name, result.stdout[-8000:])
+        # the host's last failure (rank 0's first is the analysis' own, inside the wait's block that rescues it)
+        verdict = ' '.join(result.stdout[result.stdout.rindex('fatal: [%s]' % host.name):].split('fatal: [')[1].split())
+        assert '%s.service is not ready (canary_analysis)' % UNIT in verdict and 'Rolled back:' in verdict, verdict
+        assert fleet.run(host, 'systemctl is-active %s' % UNIT).stdout.strip() == 'active', host.name
+    # the restored group serves: rank 0 answers (its wait, and rank 1's across the network, already proved it)
+    fleet.run(rank0, MODELS, check=True)

@@ -116,6 +116,20 @@ def after_wait(wait_ok, verified, has_last_good, rollback_enabled):
     return {'action': 'rollback', 'note': 'Restoring the last known good configuration.'}
 
 
+def group_verdict(own, rank0_failure, rank0_host):
+    """A multi-node group's verdict on one of its ranks >= 1: ``own`` (this rank's failure, or None) when it has one,
+    else rank 0's failure (``rank0_failure``, None when rank 0 passed or is not in this run), its message naming
+    ``rank0_host``. Only rank 0 serves HTTP, so only its canary analysis runs and a rank >= 1's wait passes whenever
+    rank 0 answers; a configuration that rank 0 failed is the group's, and every rank rolls back from it together (a
+    rank 0 restored alone would wait for peers on the configuration that failed). Rank 0's journal lines stay
+    rank 0's."""
+    if own is not None or not rank0_failure:
+        return own
+    record = dict((key, value) for key, value in rank0_failure.items() if key != 'journal')
+    record['msg'] = 'rank 0 of its multi-node group, on %s, failed: %s' % (rank0_host, rank0_failure.get('msg') or '')
+    return record
+
+
 def after_rollback(wait_ok, elapsed=None, reason=None, message=None):
     """The note after the one restore: it serves again, or the restore failed too (with the restore's own reason)."""
     if wait_ok:

@@ -11,6 +11,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_stat
     after_rollback,
     after_wait,
     config_verified,
+    group_verdict,
     is_verified,
     outcome,
     pins_of,
@@ -131,6 +132,20 @@ def test_after_rollback_reports_the_restores_own_failure():
     bad = after_rollback(False, reason='crash_loop', message='restart 1 during the wait')
     assert not bad['rolled_back']
     assert bad['note'] == 'Rolling back failed too (crash_loop: restart 1 during the wait); this host needs attention.'
+
+
+def test_group_verdict_gives_a_rank_that_passed_rank_0s_failure_without_its_journal():
+    canary = {'ready': False, 'reason': 'canary_analysis', 'msg': 'the canary serves worse than it may', 'hint': 'h',
+              'journal': ['rank 0 line']}
+    taken = group_verdict(None, canary, 'gpu-07')
+    assert taken == {'ready': False, 'reason': 'canary_analysis', 'hint': 'h',
+                     'msg': 'rank 0 of its multi-node group, on gpu-07, failed: the canary serves worse than it may'}
+    assert canary['journal'] == ['rank 0 line'], "rank 0's own record is not changed"
+    # a rank's own failure stays its own; rank 0 passed (or is not in this run): nothing to take
+    own = {'reason': 'crash_loop', 'msg': 'restart 1'}
+    assert group_verdict(own, canary, 'gpu-07') is own
+    assert group_verdict(None, None, 'gpu-07') is None
+    assert group_verdict(None, {}, 'gpu-07') is None
 
 
 READY = {'ready': True, 'reason': None, 'elapsed': 12.5, 'msg': 'ready after 12.5 s'}
