@@ -406,10 +406,10 @@ def test_a_sigquit_right_behind_a_sigterm_is_handled_after_it(launch, standin_py
     os.kill(server.proc.pid, signal.SIGQUIT)
     assert server.wait_exit() == -signal.SIGKILL
     lines = server.output.splitlines()
-    sigterm = [i for i, line in enumerate(lines) if line.endswith("SIGTERM received. signum=None frame=None. Draining "
-                                                                   "requests and shutting down...")]
-    sigquit = [i for i, line in enumerate(lines) if line.endswith("SIGQUIT received. signum=None, frame=None. It usually "
-                                                                   "means one child failed.")]
+    drain = "SIGTERM received. signum=None frame=None. Draining requests and shutting down..."
+    kill = "SIGQUIT received. signum=None, frame=None. It usually means one child failed."
+    sigterm = [i for i, line in enumerate(lines) if line.endswith(drain)]
+    sigquit = [i for i, line in enumerate(lines) if line.endswith(kill)]
     assert len(sigterm) == 1 and len(sigquit) == 1 and sigterm[0] < sigquit[0], server.output
 
 
