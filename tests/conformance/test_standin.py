@@ -575,3 +575,15 @@ def test_usage_chunks_and_the_completion_stream_are_the_releases():
     assert finals[6]['reasoning_tokens'] == finals[6]['completion_tokens'] == 5, finals[6]  # cut off while thinking
     assert finals[7]['reasoning_tokens'] == 0 and finals[7]['completion_tokens_details'] is None, finals[7]
     assert finals[5]['prompt_tokens_details'] == {'cached_tokens': 0} and 'prompt_tokens_details' not in finals[3]
+
+
+def test_the_signal_handlers_the_standin_orders_are_the_releases(release):
+    """The stand-in's Launcher.on_signal runs a SIGTERM and a SIGQUIT that are both pending in arrival order from the
+    first request on (the asyncio loop's handlers, tokenizer_manager.py:2451-2459) and by CPython's signal number
+    before it (engine.py:1982's signal.signal). Both citations, read in the release."""
+    loop = '\n'.join(release.source('managers/tokenizer_manager.py')[2450:2459])
+    assert 'loop.add_signal_handler(signal.SIGTERM, signal_handler.sigterm_handler)' in loop, loop
+    assert re.search(r'loop\.add_signal_handler\(\s*signal\.SIGQUIT, signal_handler\.running_phase_sigquit_handler',
+                     loop), loop
+    launch = release.source('entrypoints/engine.py')[1981]
+    assert 'signal.signal(signal.SIGQUIT, launch_phase_sigquit_handler)' in launch, launch
