@@ -121,6 +121,7 @@ def awx_job(fleet, tmp_path_factory):
     # The project (AWX: a source control checkout): the job template's playbook and the project's ansible.cfg.
     (project / 'deploy_k26.yml').write_text('---\n- name: Roll out Kimi K2.6\n  ansible.builtin.import_playbook: llmops.sglang.deploy_k26\n')
     (project / 'ansible.cfg').write_text('[defaults]\nforks = 25\ngathering = explicit\ninterpreter_python = auto_silent\n'
+                                         'internal_poll_interval = 0.01\n'
                                          '[ssh_connection]\npipelining = True\n'
                                          'ssh_args = -o ControlMaster=auto -o ControlPersist=120s -o ServerAliveInterval=15\n')
     # The inventory (AWX: an inventory source synced into the job): the fleet's hosts without the key path, the
