@@ -29,6 +29,10 @@ TEXTFILE = '/var/lib/prometheus/node-exporter/sglang-k26.prom'
 GOOD_ENV = {'SGLANG_STANDIN_PACE': '0.02', 'SGLANG_STANDIN_GPU': 'rtx_pro_6000',
             'SGLANG_STANDIN_STATE_DIR': '/var/lib/sglang/sglang-k26', 'SGLANG_STANDIN_TOKEN_SECONDS': '0.02'}
 CANARY = {'concurrency': [1, 8], 'rounds': 3, 'max_tokens': 16, 'floors': {'tpot': 5, 'ttft': 200}}
+# For a deploy whose point is the answers or the choice of baseline, judged against figures recorded by an earlier
+# deploy: the figures fail only past 4x. The record was made under another load than make test's next minute (a
+# throughput at concurrency 8 read 0.54x of a record made a minute before, while make static started its stand-ins).
+FIGURES_PAST_4X = dict(CANARY, thresholds={'tpot': 4.0, 'ttft': 4.0, 'throughput': 0.25})
 ROLLOUT_PLAY = 'PLAY [Roll out the restarts of Kimi K2.6]'
 API_KEY = 'sk-canary-it-40f1'
 
@@ -165,7 +169,7 @@ def test_a_good_change_passes_and_rolls_on(canary_fleet):
 def test_an_answer_change_the_operator_declares_passes(canary_fleet):
     fleet, hosts, _canary, _other = canary_fleet
     env = dict(GOOD_ENV, SGLANG_STANDIN_HARMLESS='1', SGLANG_STANDIN_FAULT='answer_shift=3')
-    result = deploy(fleet, hosts, env=env, canary=dict(CANARY, answers='changed'))
+    result = deploy(fleet, hosts, env=env, canary=dict(FIGURES_PAST_4X, answers='changed'))
     assert result.rc == 0, result
     assert 'canary analysis: passed (baseline: recorded ' in analysis_table(result.stdout)
     # the shifted answers are now the verified ones: the same configuration again is a no-op, with no analysis
@@ -184,7 +188,7 @@ def test_a_live_peer_on_the_old_configuration_is_the_baseline(canary_fleet):
     # 1. Both move off loopback: the chosen peer still listens on loopback (its old configuration) and answers
     #    nothing: the analysis sets it aside for the recorded figures and says why. (The answers go back to the
     #    stand-in's unshifted ones, declared: the test before this one leaves shifted answers verified.)
-    result = deploy(fleet, hosts, canary=dict(CANARY, answers='changed'), **reachable)
+    result = deploy(fleet, hosts, canary=dict(FIGURES_PAST_4X, answers='changed'), **reachable)
     assert result.rc == 0, result
     flat = ' '.join(analysis_table(result.stdout).split())
     assert 'canary analysis: passed (baseline: recorded ' in flat and '(the live baseline %s failed ' % peer_url in flat, flat
