@@ -118,25 +118,31 @@ def test_without_the_lock_the_same_calls_lose_updates(desired_path):
 
 
 def test_the_lock_waits_for_the_holder_and_needs_no_directory(tmp_path, desired_path):
+    """Order, not durations (a loaded machine may start the child late): the child asks for the lock while the
+    holder has it, and gets it only after the holder let go (CLOCK_MONOTONIC is one clock for both processes)."""
     held = router_desired_adapters.lock(desired_path)
+    context = multiprocessing.get_context("fork")
+    asked, got = context.Value("d", -1.0), context.Value("d", -1.0)
     try:
-        context = multiprocessing.get_context("fork")
-        took = context.Value("d", -1.0)
-
         def other():
             os.close(held)  # the forked copy of the holder's descriptor (the lock is its open file's, not the fd's)
-            begin = time.monotonic()
+            asked.value = time.monotonic()
             fd = router_desired_adapters.lock(desired_path)
-            took.value = time.monotonic() - begin
+            got.value = time.monotonic()
             router_desired_adapters.unlock(fd)
 
         proc = context.Process(target=other)
         proc.start()
+        deadline = time.monotonic() + 30
+        while asked.value < 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert asked.value >= 0, "the child never asked for the lock"
         time.sleep(0.5)
-        assert proc.is_alive() and took.value < 0  # still waiting for the holder
+        assert proc.is_alive() and got.value < 0  # still waiting for the holder
     finally:
+        released = time.monotonic()
         router_desired_adapters.unlock(held)
-    proc.join(10)
-    assert proc.exitcode == 0 and took.value >= 0.4
+    proc.join(30)
+    assert proc.exitcode == 0 and asked.value < released <= got.value, (asked.value, released, got.value)
     # a fresh host (check mode, before the router role made the directory): nothing to lock, no error
     assert router_desired_adapters.lock(str(tmp_path / "missing" / "w.json")) is None
