@@ -10,6 +10,7 @@ import hmac
 import json
 import math
 import os
+import select
 import selectors
 import signal
 import socket
@@ -251,22 +252,42 @@ class Launcher(object):
 
     def on_signal(self, signum, frame):
         """In which order a SIGTERM and a SIGQUIT that are both pending are handled. CPython runs pending Python-level
-        handlers by signal number (SIGQUIT, 3, before SIGTERM, 15), and 0.5.23's launch-phase handler is one of those
-        (engine.py:1982). From the first request on, both are the asyncio loop's (tokenizer_manager.py:2451-2459),
-        which reads the wakeup fd's bytes and so runs them in the order they arrived: a SIGTERM to the whole cgroup
-        is logged before the SubprocessWatchdog's SIGQUIT that the dying schedulers cause, however late the main
-        thread gets a core."""
+        handlers by signal number (SIGQUIT, 3, before SIGTERM, 15), one may run inside another, and 0.5.23's
+        launch-phase handler is one of those (engine.py:1982). From the first request on, both are the asyncio loop's
+        (tokenizer_manager.py:2451-2459): the Python-level handler does nothing (asyncio's _sighandler_noop), and the
+        loop reads the wakeup fd's bytes and runs the handlers one after another in the order the signals arrived
+        (serve_http's loop, below): a SIGTERM to the whole cgroup is logged before the SubprocessWatchdog's SIGQUIT
+        that the dying schedulers cause, however late the main thread gets a core."""
+        if self.running_phase:
+            return
         try:
-            arrived = list(os.read(self.arrivals, 64))
+            os.read(self.arrivals, 64)  # its byte: this handler runs it, the loop must not run it again
         except BlockingIOError:
-            arrived = []
+            pass
+        self.dispatch(signum)
+
+    def run_loop_signals(self, timeout):
+        """One turn of the tokenizer manager's loop, as far as signals go: wait up to `timeout` for the wakeup fd,
+        then run each signal's handler in arrival order, each to its end before the next (asyncio's _read_from_self
+        and _handle_signal). Before the first request the bytes are the CPython handlers' (on_signal) and stay."""
+        readable, _, _ = select.select([self.arrivals], [], [], timeout)
+        if not readable:
+            return
         if not self.running_phase:
-            arrived = [signum]
+            time.sleep(0.05)  # on_signal reads it; the loop's handlers are not in place yet
+            return
+        try:
+            arrived = os.read(self.arrivals, 64)
+        except BlockingIOError:
+            return
         for number in arrived:
-            if number == signal.SIGQUIT:
-                self.dispatch_sigquit(number, None)
-            elif number == signal.SIGTERM:
-                self.dispatch_sigterm(number, None)
+            self.dispatch(number)
+
+    def dispatch(self, number):
+        if number == signal.SIGQUIT:
+            self.dispatch_sigquit(number, None)
+        elif number == signal.SIGTERM:
+            self.dispatch_sigterm(number, None)
 
     def dispatch_sigterm(self, signum, frame):
         if self.follower_sigterm is not None:
@@ -669,8 +690,8 @@ class Launcher(object):
         drain = threading.Thread(target=self.sigterm_watchdog, name="sigterm-watchdog")
         drain.daemon = True
         drain.start()
-        while True:  # the main thread stays free for signal handlers
-            time.sleep(1)
+        while True:  # the main thread stays free for signal handlers, and from the first request on runs the loop's
+            self.run_loop_signals(1.0)
 
     def watch_children(self):
         """0.5.23 utils/watchdog.py:166-222 SubprocessWatchdog: every 1 s (x pace); a scheduler gone with a non-zero code
