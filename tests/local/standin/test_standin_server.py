@@ -395,14 +395,42 @@ def test_sigterm_to_the_whole_cgroup(launch, standin_python, model_dir):
     assert server.wait_no_descendants() == []
 
 
+def pending_signals(pid):
+    """The signals still pending at the kernel for the process (ShdPnd) and each of its threads (SigPnd), as a mask."""
+    mask = 0
+    for status in [("/proc/%d/status" % pid, "ShdPnd:")] + [
+            ("/proc/%d/task/%s/status" % (pid, tid), "SigPnd:") for tid in os.listdir("/proc/%d/task" % pid)]:
+        try:
+            with open(status[0]) as handle:
+                mask |= int(next(line for line in handle if line.startswith(status[1])).split()[1], 16)
+        except (OSError, StopIteration):
+            pass  # a thread that ended meanwhile
+    return mask
+
+
+def wait_delivered(pid, signum, timeout=WAIT):
+    """Wait until the kernel has handed signum to one of the process's threads (no longer pending anywhere)."""
+    deadline = time.monotonic() + timeout
+    while pending_signals(pid) & (1 << (signum - 1)):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+    return True
+
+
 def test_a_sigquit_right_behind_a_sigterm_is_handled_after_it(launch, standin_python, model_dir):
     """From the first request on, 0.5.23's SIGTERM and SIGQUIT handlers are the asyncio loop's
     (tokenizer_manager.py:2451-2459): they run in the order the signals arrived, not CPython's by-number order for
     signal.signal handlers (SIGQUIT, 3, before SIGTERM, 15). A SIGTERM to the cgroup and the watchdog's SIGQUIT can
-    both be pending when a loaded host's main thread gets a core: the drain's line comes first, then the kill."""
+    both be pending when a loaded host's main thread gets a core: the drain's line comes first, then the kill.
+
+    The SIGQUIT is sent once the kernel has delivered the SIGTERM to a thread (whose C-level handler writes its byte to
+    the wakeup fd): two signals sent back to back to a process of several threads may reach their threads' handlers in
+    either order, in 0.5.23 as in the stand-in, and the watchdog's SIGQUIT comes after the SIGTERM has arrived."""
     server = launch(standin_python, model_dir)
     server.wait_ready()
     os.kill(server.proc.pid, signal.SIGTERM)
+    assert wait_delivered(server.proc.pid, signal.SIGTERM), "the SIGTERM is still pending after %d s" % WAIT
     os.kill(server.proc.pid, signal.SIGQUIT)
     assert server.wait_exit() == -signal.SIGKILL
     lines = server.output.splitlines()
