@@ -270,7 +270,7 @@ class Launcher(object):
         """One turn of the tokenizer manager's loop, as far as signals go: wait up to `timeout` for the wakeup fd,
         then run each signal's handler in arrival order, each to its end before the next (asyncio's _read_from_self
         and _handle_signal). Before the first request the bytes are the CPython handlers' (on_signal) and stay."""
-        readable, _, _ = select.select([self.arrivals], [], [], timeout)
+        readable = select.select([self.arrivals], [], [], timeout)[0]
         if not readable:
             return
         if not self.running_phase:
