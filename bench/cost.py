@@ -156,7 +156,7 @@ def render_cost(result):
                  short(new.get("subject")) or new["commit"][:12],
                  ", with uncommitted changes" if new.get("dirty") else "",
                  result["rounds"],
-                 " and a pause of %d s before its scenarios" % result["settle_s"] if result.get("settle_s") else "",
+                 settle_text(result),
                  result["hosts"], result.get("idle_cpu_s_per_s") or 0.0), ""]
     first = result.get("first_deploy")
     if first:
@@ -184,10 +184,30 @@ def render_cost(result):
                 scenario, label, fmt(entry["base"][key], unit), fmt(entry["new"][key], unit),
                 fmt_ratio(entry["ratio"][key]), cells["base"], cells["new"]))
     lines += ["", "Every run in order (tree, scenario, round: rc, changed on how many hosts, load average at its "
-              "start): " + "; ".join("%s %s %d: rc %d, %d changed (%d hosts), load %.1f" % (
-                  r["tree"], r["scenario"], r["round"], r["rc"], r["changed"], r["hosts_changed"], r["loadavg_1m"])
-                  for r in result["runs"]) + ".", ""]
+              "start%s): " % (", CPU pressure then" if any("cpu_pressure_avg10" in r for r in result["runs"]) else "")
+              + "; ".join("%s %s %d: rc %d, %d changed (%d hosts), load %.1f%s" % (
+                  r["tree"], r["scenario"], r["round"], r["rc"], r["changed"], r["hosts_changed"], r["loadavg_1m"],
+                  pressure_text(r)) for r in result["runs"]) + ".", ""]
     return lines
+
+
+def settle_text(result):
+    """How each tree's scenarios waited after its converging run (the runs before the settle on pressure: a pause)."""
+    if not result.get("settle_s"):
+        return ""
+    if not result.get("quiet_pressure"):
+        return " and a pause of %d s before its scenarios" % result["settle_s"]
+    return (" and, before each scenario, a wait until the machine's CPU pressure (`/proc/pressure/cpu` some avg10) "
+            "was at most %g%% (at least %d s after the converging run, at most %d s)"
+            % (result["quiet_pressure"], result["settle_s"], result.get("settle_max_s") or 0))
+
+
+def pressure_text(row):
+    if "cpu_pressure_avg10" not in row:
+        return ""
+    if row["cpu_pressure_avg10"] is None:
+        return ", no CPU pressure (no PSI) after %.0f s" % row["settled_s"]
+    return ", CPU pressure %.0f%% after %.0f s" % (row["cpu_pressure_avg10"], row["settled_s"])
 
 
 def verdict_not_slower(wall):
@@ -401,8 +421,49 @@ def run_cost(base_rev=BASE, hosts=HOSTS, rounds=ROUNDS, state_dir=STATE_DIR, pre
     return result
 
 
-# Seconds between a tree's converging run and its scenarios (both trees alike).
+# Before each scenario the machine settles (both trees alike): at least SETTLE_S after a converging run, then until the
+# CPU pressure's 10-second average (/proc/pressure/cpu `some avg10`: the share of time a runnable task waited for a
+# core) is at most QUIET_PRESSURE %, for at most SETTLE_MAX_S. A fixed 30 s was not enough: the 2026-12-06 run's new
+# tree converged 2-3x faster than the base, and its no-ops right after started at load 25-29 against the base's 11-14.
 SETTLE_S = 30
+QUIET_PRESSURE = 20.0
+SETTLE_MAX_S = 180
+PRESSURE_FILE = "/proc/pressure/cpu"
+
+
+def cpu_pressure_avg10(text):
+    """`some avg10` of /proc/pressure/cpu's text, a percentage."""
+    for line in text.splitlines():
+        fields = line.split()
+        if fields and fields[0] == "some":
+            for field in fields[1:]:
+                key, _sep, value = field.partition("=")
+                if key == "avg10":
+                    return float(value)
+    raise ValueError("no 'some avg10' in %r" % text)
+
+
+def read_cpu_pressure():
+    """The machine's CPU pressure (cpu_pressure_avg10), None where the kernel has no PSI."""
+    try:
+        with open(PRESSURE_FILE, encoding="ascii") as handle:
+            return cpu_pressure_avg10(handle.read())
+    except (OSError, ValueError):
+        return None
+
+
+def settle(read_pressure, sleep, clock, minimum=SETTLE_S, maximum=SETTLE_MAX_S, quiet=QUIET_PRESSURE, step=2.0):
+    """Wait `minimum` s, then until read_pressure() is at most `quiet` (or None: no PSI) or `maximum` s have passed
+    since the start. -> (seconds waited, the last pressure read)."""
+    started = clock()
+    if minimum > 0:
+        sleep(minimum)
+    while True:
+        pressure = read_pressure()
+        waited = clock() - started
+        if pressure is None or pressure <= quiet or waited >= maximum:
+            return round(waited, 1), pressure
+        sleep(step)
 
 
 def measure(fleet, trees, rounds, result):
@@ -423,9 +484,11 @@ def measure(fleet, trees, rounds, result):
             if converge["rc"] != 0:
                 raise RuntimeError("%s could not converge the fleet:\n%s" % (tree, converge["tail"]))
             # A converging run that restarted hosts leaves their stand-ins' loads and the playbook's own exit on the
-            # CPUs for some seconds: both trees' scenarios start after the same pause, not on the heels of it.
-            time.sleep(SETTLE_S)
+            # CPUs for some seconds: both trees' scenarios start on a machine as quiet, not on the heels of it.
+            pause = settle(read_cpu_pressure, time.sleep, time.monotonic)
             result["settle_s"] = SETTLE_S
+            result["quiet_pressure"] = QUIET_PRESSURE
+            result["settle_max_s"] = SETTLE_MAX_S
             if "first_deploy" not in result:
                 result["first_deploy"] = converge
                 # The hosts' own CPU while nobody deploys (the stand-in serving nothing, systemd, journald): the
@@ -434,8 +497,12 @@ def measure(fleet, trees, rounds, result):
                 time.sleep(10)
                 after = hosts_cpu(names)
                 result["idle_cpu_s_per_s"] = round(sum(after[n] - before[n] for n in names) / (time.time() - started), 4)
-            for scenario in SCENARIOS:
+            for index, scenario in enumerate(SCENARIOS):
                 if scenario in ("change", "change_one"):
                     for name in names if scenario == "change" else names[:1]:
                         fleet.set_host_env(name, {"BENCH_COST_MARK": "%s-%s-%d" % (tree, scenario, round_index)})
-                result["runs"].append(measure_one(fleet, trees[tree], tree, scenario, round_index, names))
+                if index > 0:  # after a scenario, no minimum: only until the machine is quiet
+                    pause = settle(read_cpu_pressure, time.sleep, time.monotonic, minimum=0)
+                row = measure_one(fleet, trees[tree], tree, scenario, round_index, names)
+                row["settled_s"], row["cpu_pressure_avg10"] = pause
+                result["runs"].append(row)

@@ -166,3 +166,54 @@ def test_against_issue_27s_base_a_change_on_all_hosts_must_take_at_most_0_8x(cos
                                '260.00 s vs 317.00 s;'), notes
     lines = cost.render_cost(out)
     assert lines[0] == "## Deploy cost: a restart's cost, today's tree against main when issue 27 was filed"
+
+
+def test_cpu_pressure_is_the_some_line_s_10_second_average(cost):
+    text = 'some avg10=37.50 avg60=12.00 avg300=3.10 total=123456\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n'
+    assert cost.cpu_pressure_avg10(text) == 37.5
+    with pytest.raises(ValueError):
+        cost.cpu_pressure_avg10('full avg10=1.00 avg60=0.00 avg300=0.00 total=0\n')
+
+
+class FakeClock(object):
+    """time.monotonic and time.sleep of one fake clock; read_pressure gives one value per read."""
+
+    def __init__(self, pressures):
+        self.now = 100.0
+        self.pressures = list(pressures)
+        self.reads = 0
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+    def clock(self):
+        return self.now
+
+    def read(self):
+        self.reads += 1
+        return self.pressures.pop(0)
+
+
+def test_settle_waits_the_minimum_then_until_the_machine_is_quiet(cost):
+    fake = FakeClock([80.0, 45.0, 19.5, 0.0])
+    assert cost.settle(fake.read, fake.sleep, fake.clock, minimum=30, maximum=180, quiet=20.0, step=2.0) == (34.0, 19.5)
+    assert fake.reads == 3
+
+
+def test_settle_gives_up_at_the_maximum_and_takes_no_psi_as_quiet(cost):
+    busy = FakeClock([90.0] * 200)
+    waited, pressure = cost.settle(busy.read, busy.sleep, busy.clock, minimum=0, maximum=10, quiet=20.0, step=2.0)
+    assert (waited, pressure) == (10.0, 90.0) and busy.reads == 6
+    no_psi = FakeClock([None])
+    assert cost.settle(no_psi.read, no_psi.sleep, no_psi.clock, minimum=30) == (30.0, None)
+
+
+def test_the_section_says_how_the_scenarios_waited_and_each_run_s_pressure(cost):
+    quiet = dict(run('base', 'noop'), settled_s=41.0, cpu_pressure_avg10=12.4)
+    no_psi = dict(run('new', 'noop'), settled_s=30.0, cpu_pressure_avg10=None)
+    text = '\n'.join(cost.render_cost(dict(result([quiet, no_psi], rounds=1), settle_s=30, quiet_pressure=20.0,
+                                           settle_max_s=180)))
+    assert ('and, before each scenario, a wait until the machine\'s CPU pressure (`/proc/pressure/cpu` some avg10) was '
+            'at most 20% (at least 30 s after the converging run, at most 180 s); round r') in text
+    assert 'base noop 0: rc 0, 0 changed (0 hosts), load 3.0, CPU pressure 12% after 41 s;' in text
+    assert 'new noop 0: rc 0, 0 changed (0 hosts), load 3.0, no CPU pressure (no PSI) after 30 s.' in text
