@@ -578,9 +578,9 @@ def test_usage_chunks_and_the_completion_stream_are_the_releases():
 
 
 def test_the_signal_handlers_the_standin_orders_are_the_releases(release):
-    """The stand-in's Launcher.on_signal runs a SIGTERM and a SIGQUIT that are both pending in arrival order from the
-    first request on (the asyncio loop's handlers, tokenizer_manager.py:2451-2459) and by CPython's signal number
-    before it (engine.py:1982's signal.signal). Both citations, read in the release."""
+    """The stand-in runs a SIGTERM and a SIGQUIT in arrival order, one after the other, from the first request on
+    (Launcher.run_loop_signals: the asyncio loop's handlers, tokenizer_manager.py:2451-2459), and by CPython's signal
+    number before it (Launcher.on_signal: engine.py:1982's signal.signal). Both citations, read in the release."""
     loop = '\n'.join(release.source('managers/tokenizer_manager.py')[2450:2459])
     assert 'loop.add_signal_handler(signal.SIGTERM, signal_handler.sigterm_handler)' in loop, loop
     assert re.search(r'loop\.add_signal_handler\(\s*signal\.SIGQUIT, signal_handler\.running_phase_sigquit_handler',
