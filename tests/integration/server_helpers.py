@@ -21,6 +21,11 @@ RECAP = re.compile(r'^(?P<host>\S+)\s*:\s*ok=(?P<ok>\d+)\s+changed=(?P<changed>\
                    r'failed=(?P<failed>\d+)', re.M)
 
 
+def flat(text):
+    """The output with every run of whitespace made one space (the result callback wraps long messages)."""
+    return ' '.join(text.split())
+
+
 def make_model(owner, host, path=MODEL, shards=4):
     """A K2.6-shaped checkpoint (kimi_k2, nvfp4-pack-quantized, valid safetensors shards) at `path` on the host,
     made by the stand-in's own tool from the venv standin_venv() installed."""

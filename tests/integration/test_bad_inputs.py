@@ -17,11 +17,7 @@ import sys
 import pytest
 
 from conftest import COLLECTIONS_PATH, REPO_ROOT, venv_tool
-from server_helpers import MODEL, PLAYBOOK, VENV, make_model, role_vars
-
-
-def flat(text):
-    return ' '.join(text.split())
+from server_helpers import MODEL, PLAYBOOK, VENV, flat, make_model, role_vars
 
 
 def validate_locally(extra):

@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from server_helpers import PLAYBOOK, SERVER_ARGS, VENV, completion, make_model, role_vars, unit_show
+from server_helpers import PLAYBOOK, SERVER_ARGS, VENV, completion, flat, make_model, role_vars, unit_show
 
 from conftest import REPO_ROOT, venv_tool
 
@@ -129,11 +129,6 @@ class Faulty:
                 'for d in {2} {4}; do mountpoint -q $d && umount -l $d; rm -rf $d; done'.format(
                     shlex.quote(self.unit), shlex.quote(self.name), self.state_dir, self.events, self.control_dir),
                 check=False)
-
-
-def flat(text):
-    """The output with every run of whitespace made one space (the result callback wraps long messages)."""
-    return ' '.join(text.split())
 
 
 def kill_controller(proc):

@@ -20,7 +20,7 @@ import time
 import pytest
 
 from conftest import REPO_ROOT, local_groups_inventory, venv_tool
-from server_helpers import MODEL, make_model
+from server_helpers import MODEL, VENV, flat, make_model
 
 UNIT = 'sglang-k26.service'
 ENV_FILE = '/etc/sglang/sglang-k26.env'
@@ -70,6 +70,26 @@ def rollout_batches(output):
 def break_env(fleet, host):
     """A drift only on this host: a line in its environment file that the role's template does not have."""
     fleet.run(host, 'echo "DRIFT=1" >> %s' % ENV_FILE, check=True)
+
+
+def hold_lock(fleet, host):
+    """Another run's rollout lock on host (the plan pass takes no lock, a role run waits for it): returns the command
+    that releases it."""
+    now = time.time()
+    holder = {'token': 'test-holder:1:0', 'controller': 'test-holder', 'pid': 1, 'user': 'test', 'since': now,
+              'expires': now + 900, 'path': LOCK_FILE}
+    write_lock = 'mkdir -p %s && printf %%s %s > %s' % (os.path.dirname(LOCK_FILE), shlex.quote(json.dumps(holder)), LOCK_FILE)
+    fleet.run(host, write_lock, check=True)
+    return 'if grep -q test-holder %s; then rm -f %s; fi' % (LOCK_FILE, LOCK_FILE)
+
+
+def start_deploy(fleet, inventory, *hosts):
+    """deploy_k26.yml on hosts, started in the background (its output on proc.stdout), waiting up to 900 s for a lock."""
+    command = [venv_tool('ansible-playbook'), '-i', fleet.inventory, 'playbooks/deploy_k26.yml', '-e',
+               json.dumps(dict(SECRETS, sglang_env=TEST_ENV, sglang_lock_wait=900, k26_hosts=','.join(h.name for h in hosts))),
+               '-i', local_groups_inventory(), '-i', inventory]
+    return subprocess.Popen(command, cwd=str(REPO_ROOT), env=fleet.ansible_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True, stdin=subprocess.DEVNULL)
 
 
 @pytest.fixture(scope='module')
@@ -208,18 +228,8 @@ def test_a_host_that_moves_between_the_plan_and_its_batch_is_planned_anew(plan_f
     fleet, inventory, single, rank0, rank1 = plan_fleet
     break_env(fleet, single)
     break_env(fleet, rank1)
-    now = time.time()
-    holder = {'token': 'test-holder:1:0', 'controller': 'test-holder', 'pid': 1, 'user': 'test', 'since': now,
-              'expires': now + 900, 'path': LOCK_FILE}
-    write_lock = 'mkdir -p %s && printf %%s %s > %s' % (os.path.dirname(LOCK_FILE), shlex.quote(json.dumps(holder)), LOCK_FILE)
-    fleet.run(rank1, write_lock, check=True)
-    release = 'if grep -q test-holder %s; then rm -f %s; fi' % (LOCK_FILE, LOCK_FILE)
-    command = [venv_tool('ansible-playbook'), '-i', fleet.inventory, 'playbooks/deploy_k26.yml', '-e',
-               json.dumps(dict(SECRETS, sglang_env=TEST_ENV, sglang_lock_wait=900,
-                               k26_hosts=','.join(h.name for h in (single, rank0, rank1)))),
-               '-i', local_groups_inventory(), '-i', inventory]
-    proc = subprocess.Popen(command, cwd=str(REPO_ROOT), env=fleet.ansible_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True, stdin=subprocess.DEVNULL)
+    release = hold_lock(fleet, rank1)
+    proc = start_deploy(fleet, inventory, single, rank0, rank1)
     lines = []
     try:
         # The canary's wait has begun (its live progress line): the plan is made and the group's batch is still ahead.
@@ -240,8 +250,9 @@ def test_a_host_that_moves_between_the_plan_and_its_batch_is_planned_anew(plan_f
     rows = plan_rows(output)
     assert rows[single.name] == ('restart', 'yes') and rows[rank1.name] == ('restart', 'yes'), output
     assert rollout_batches(output) == [[single.name], sorted([rank0.name, rank1.name])], output
-    # (the result callback prints the message as YAML or as JSON)
-    moved = re.findall(r'ok: \[([^\]]+)\] =>\s*\{?\s*"?msg"?: ["\']?(\S+) changed since the plan \(([^)]*)\): now (\S+)', output)
+    # (the result callback prints the message as YAML or as JSON, after the assert's "changed: false")
+    moved = re.findall(r'ok: \[([^\]]+)\] =>\s*\{?\s*(?:"?changed"?: false,?\s*)?"?msg"?: ["\']?(\S+) changed since the plan '
+                       r'\(([^)]*)\): now (\S+)', output)
     # Only rank 1 moved, and only its files; it is still a restart, of the file as it is after the second drift. The
     # other hosts were seen by their batches too (not a vacuous pass: each ran the decision and restarted).
     assert [(host, unit, action) for host, unit, _keys, action in moved] == [(rank1.name, UNIT, 'restart')], output
@@ -251,6 +262,56 @@ def test_a_host_that_moves_between_the_plan_and_its_batch_is_planned_anew(plan_f
                          % re.escape(host.name), output), output
     for host in (single, rank1):
         assert 'DRIFT' not in fleet.run(host, 'cat %s' % ENV_FILE, check=True).stdout
+
+
+def test_a_host_that_moves_before_its_change_in_place_so_that_it_would_restart_is_refused(plan_fleet):
+    """The plan sends a host whose instance changes without a restart to the play that applies such changes to all
+    hosts at once, outside the canary and the batches. If the host moves before that play reads it, so that it would
+    now restart, the role refuses (main.yml's check of the decision) and changes nothing: a restart there would skip
+    the canary and the batches.
+
+    The plan's change in place: the venv's Python.h is gone (the plan installs the headers, the server keeps
+    running). The move is made, not raced: another run's lock on the host keeps the in-place play from observing it
+    until the environment file has drifted and Python.h is back."""
+    fleet, inventory, single, rank0, rank1 = plan_fleet
+    header = fleet.run(single, [VENV + '/bin/python', '-c', 'import os, sysconfig; '
+                                'print(os.path.join(sysconfig.get_paths()["include"], "Python.h"))'], check=True).stdout.strip()
+    fleet.run(single, 'test -f %s && mv %s %s.away' % (header, header, header), check=True)
+    before = invocation(fleet, single)
+    release = hold_lock(fleet, single)
+    proc = start_deploy(fleet, inventory, single, rank0, rank1)
+    lines = []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith('PLAY [Apply the changes that need no restart'):
+                break
+        assert proc.poll() is None, ''.join(lines)
+        break_env(fleet, single)
+        fleet.run(single, 'mv %s.away %s' % (header, header), check=True)
+        fleet.run(single, release, check=True)
+        output = ''.join(lines) + proc.communicate(timeout=900)[0]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        fleet.run(single, release)
+        fleet.run(single, 'if [ -f %s.away ]; then mv %s.away %s; fi' % (header, header, header))
+    assert proc.returncode != 0, output
+    rows = plan_rows(output)
+    assert rows == {single.name: ('change', 'no'), rank0.name: ('none', 'no'), rank1.name: ('none', 'no')}, output
+    assert ('%s would restart now (the running server must load the new configuration), but the rollout plan found it '
+            'needs no restart: the host changed since the plan (' % UNIT) in flat(output), output
+    moved = re.search(r'the host changed since the plan \(([^)]*)\)\. Nothing was changed; run the playbook again to plan '
+                      r'it anew\.', flat(output))
+    assert moved and 'files' in moved.group(1).split(', '), output
+    assert rollout_batches(output) in ([], [[]]), output  # nothing went through the canary and batches
+    assert invocation(fleet, single) == before
+    assert 'DRIFT=1' in fleet.run(single, 'cat %s' % ENV_FILE, check=True).stdout
+    # Back to a deployed fleet for what follows (a run that plans the drift anew: a restart, through the rollout).
+    again = deploy(fleet, inventory)
+    assert again.rc == 0, again
+    assert plan_rows(again.stdout)[single.name] == ('restart', 'yes'), again
 
 
 def test_a_fresh_host_with_two_instances_says_no_move_its_first_instance_made(private_fleet, standin_venv):
