@@ -131,7 +131,8 @@ instances:
       when not saved; the secrets file's keyed as in C(files)); C(pins), the saved package versions (null when not
       saved).
     - C(model), with the instance's C(model_path), the checkpoint's completeness (exists, complete, problem, ...; as
-      M(llmops.sglang.sglang_info) returns C(model)); empty without it.
+      M(llmops.sglang.sglang_info) returns C(model)), and C(marker), whether the directory holds the marker of a
+      version M(llmops.sglang.sglang_model_sync) verified (C(.llmops-model.json)); empty without it.
     - C(port_in_use), with the instance's C(port), whether something listens on it; null without it.
   returned: always
   type: dict
@@ -145,8 +146,8 @@ instances:
                   digests: {unit: 3f786850e387550fdab836ed7e6dc881de23001b, env: 89e6c98d92887913cadf06b2adb97f26cde4849b,
                             secrets.env: null},
                   pins: {sglang: 0.5.23}}
-      model: {path: /models/Kimi-K2.6, exists: true, complete: true, config: true, index: true, shards_expected: 64,
-              shards_missing: [], problem: ""}
+      model: {path: /models/Kimi-K2.6, exists: true, marker: false, complete: true, config: true, index: true,
+              shards_expected: 64, shards_missing: [], problem: ""}
       port_in_use: true
 """
 
@@ -160,6 +161,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.llmops.sglang.plugins.module_utils.host.host_adapters import (
     SERVICE_PROPERTIES, digest, last_good_facts, model_facts, port_facts, unit_facts, venv_facts,
 )
+from ansible_collections.llmops.sglang.plugins.module_utils.model.model_sync_access import MARKER_NAME
 from ansible_collections.llmops.sglang.plugins.module_utils.secret_flags import SECRETS_FILE
 from ansible_collections.llmops.sglang.plugins.module_utils.host.systemd_props import parse_show
 
@@ -206,16 +208,12 @@ def apt_missing(module, names):
 
 def missing(directories, users, groups):
     result = [path for path in directories if not os.path.isdir(path)]
-    for name in users:
-        try:
-            pwd.getpwnam(name)
-        except KeyError:
-            result.append('user %s' % name)
-    for name in groups:
-        try:
-            grp.getgrnam(name)
-        except KeyError:
-            result.append('group %s' % name)
+    for kind, names, lookup in (('user', users, pwd.getpwnam), ('group', groups, grp.getgrnam)):
+        for name in names:
+            try:
+                lookup(name)
+            except KeyError:
+                result.append('%s %s' % (kind, name))
     return result
 
 
@@ -257,7 +255,7 @@ def main():
             'service': seen_services.get(spec['unit']) or {},
             'mtimes': mtimes(spec.get('mtimes') or []),
             'last_good': last_good(spec.get('last_good_dir') or '/nonexistent', files, params['secrets_key']),
-            'model': model_facts(spec['model_path']) if spec.get('model_path') else {},
+            'model': model_facts(spec['model_path'], MARKER_NAME) if spec.get('model_path') else {},
             'port_in_use': listening[str(int(spec['port']))] if spec.get('port') else None,
         }
     module.exit_json(changed=False, instances=instances, venvs=venvs, apt_missing=apt_missing(module, sorted(set(names))),

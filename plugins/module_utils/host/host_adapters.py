@@ -171,9 +171,12 @@ def mtime_facts(patterns):
     return result
 
 
-def model_facts(path):
-    """Whether a checkpoint directory is complete (host_facts.checkpoint_status judges what is read here)."""
+def model_facts(path, marker=None):
+    """Whether a checkpoint directory is complete (host_facts.checkpoint_status judges what is read here); with
+    ``marker`` (a file name), also whether that file is in it (``marker``: true or false)."""
     facts = {'path': path, 'exists': os.path.isdir(path)}
+    if marker:
+        facts['marker'] = facts['exists'] and os.path.isfile(os.path.join(path, marker))
     if not facts['exists']:
         facts.update(complete=False, problem='%s is not a directory' % path)
         return facts

@@ -98,12 +98,17 @@ def test_an_instances_checkpoint_and_port_only_when_asked(tmp_path):
     assert seen['llmops-a.service']['model']['exists'] is True and seen['llmops-a.service']['model']['complete'] is False
     assert seen['llmops-a.service']['model']['shards_missing'] == ['b.safetensors']
     assert seen['llmops-b.service']['port_in_use'] is False
-    assert seen['llmops-b.service']['model'] == {'path': str(tmp_path / 'none'), 'exists': False, 'complete': False,
-                                                 'problem': '%s is not a directory' % (tmp_path / 'none')}
+    assert seen['llmops-b.service']['model'] == {'path': str(tmp_path / 'none'), 'exists': False, 'marker': False,
+                                                 'complete': False, 'problem': '%s is not a directory' % (tmp_path / 'none')}
     assert seen['llmops-c.service']['model'] == {} and seen['llmops-c.service']['port_in_use'] is None
     (model / 'b.safetensors').write_text('y')
     again = observe({'instances': [{'unit': 'llmops-a.service', 'files': {}, 'model_path': str(model)}]})
     assert again['instances']['llmops-a.service']['model']['complete'] is True
+    assert again['instances']['llmops-a.service']['model']['marker'] is False
+    # the marker sglang_model_sync writes once it verified a version (model_sync.yml reads it from here)
+    (model / '.llmops-model.json').write_text('{}')
+    synced = observe({'instances': [{'unit': 'llmops-a.service', 'files': {}, 'model_path': str(model)}]})
+    assert synced['instances']['llmops-a.service']['model']['marker'] is True
 
 
 def test_a_malformed_instance_is_refused_naming_it():

@@ -59,7 +59,20 @@ def test_model_facts_of_a_missing_and_of_an_incomplete_checkpoint(tmp_path):
                                                                                    'w2': 'b.safetensors'}}))
     (model / 'a.safetensors').write_text('x')
     facts = ha.model_facts(str(model))
-    assert facts['exists'] is True and facts['complete'] is False
+    assert facts['exists'] is True and facts['complete'] is False and 'marker' not in facts
+
+
+def test_model_facts_say_whether_the_marker_is_there(tmp_path):
+    """sglang_observe asks for the marker model_sync writes after verifying a version (model_sync.yml reads it)."""
+    model = tmp_path / 'v1'
+    assert ha.model_facts(str(model), '.llmops-model.json')['marker'] is False  # no directory
+    model.mkdir()
+    assert ha.model_facts(str(model), '.llmops-model.json')['marker'] is False
+    (model / '.llmops-model.json').mkdir()  # not a file
+    assert ha.model_facts(str(model), '.llmops-model.json')['marker'] is False
+    (model / '.llmops-model.json').rmdir()
+    (model / '.llmops-model.json').write_text('{}')
+    assert ha.model_facts(str(model), '.llmops-model.json')['marker'] is True
 
 
 def test_port_facts_from_the_kernels_tables(tmp_path):
