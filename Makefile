@@ -9,6 +9,7 @@ COLLECTIONS := $(ROOT)/.build/collections
 COLLECTION_LINK := $(COLLECTIONS)/ansible_collections/llmops/sglang
 # ansible-test resolves symlinks, so sanity runs on a copy of the tracked files instead.
 SANITY_COPY := $(ROOT)/.build/sanity/ansible_collections/llmops/sglang
+SANITY_COPY_NEW := $(ROOT)/.build/sanity-new/ansible_collections/llmops/sglang
 TEST_HOME := $(ROOT)/.build/ansible-test-home
 
 # Two ansible-core lines are tested: the newest that runs on Python 3.11 (2.19) and the newest release (2.21, Python >= 3.12).
@@ -91,9 +92,10 @@ conformance: setup ## the collection's SGLang knowledge against the real sglang 
 	# pytest exits 5 when it collected nothing: for this suite that means it is broken, say so rather than pass.
 	$(VENV)/bin/python -m pytest -q tests/conformance || { rc=$$?; [ $$rc -ne 5 ] || echo "conformance: no tests ran"; exit $$rc; }
 
-sanity: setup ## ansible-test sanity on a copy at ansible_collections/llmops/sglang, both ansible-core lines
-	rm -rf $(SANITY_COPY) && mkdir -p $(SANITY_COPY)
+sanity: setup ## ansible-test sanity on copies at ansible_collections/llmops/sglang, both ansible-core lines at once
+	rm -rf $(ROOT)/.build/sanity $(ROOT)/.build/sanity-new && mkdir -p $(SANITY_COPY) $(SANITY_COPY_NEW)
 	git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t $(SANITY_COPY)
+	git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t $(SANITY_COPY_NEW)
 	# ansible-test passes only HOME (not PIP_*) to the pip it runs, and fetches get-pip.py from outside the package
 	# registries: give it a private HOME with the user's pip config and a get-pip stand-in in its cache.
 	mkdir -p $(TEST_HOME)/.config/pip
@@ -102,9 +104,17 @@ sanity: setup ## ansible-test sanity on a copy at ansible_collections/llmops/sgl
 	  ver=$$(grep -oP "pip='\\K[0-9.]+" $$venv/lib/python*/site-packages/ansible_test/_internal/python_requirements.py); \
 	  install -D -m 0644 tests/tools/ansible_test_get_pip.py $(TEST_HOME)/.ansible/test/cache/get_pip_$${ver//./_}.py; \
 	done
-	cd $(SANITY_COPY) && git init -q && git add -A && \
-	  HOME=$(TEST_HOME) $(VENV)/bin/ansible-test sanity --python 3.11 --color no && \
-	  HOME=$(TEST_HOME) $(VENV_NEW)/bin/ansible-test sanity --python 3.12 --color no
+	# The two lines at once, each on its own copy (ansible-test writes tests/output inside it; its venvs in HOME are
+	# per Python version): at the end of make test sanity runs alone, and one line keeps one of the two cores busy.
+	# The newer line's output follows the older's whole, then both verdicts decide.
+	cd $(SANITY_COPY_NEW) && git init -q && git add -A
+	cd $(SANITY_COPY) && git init -q && git add -A
+	cd $(SANITY_COPY_NEW) && { HOME=$(TEST_HOME) $(VENV_NEW)/bin/ansible-test sanity --python 3.12 --color no \
+	  > $(ROOT)/.build/sanity-new.log 2>&1 && echo 0 > $(ROOT)/.build/sanity-new.rc || echo $$? > $(ROOT)/.build/sanity-new.rc; } & \
+	  cd $(SANITY_COPY) && { HOME=$(TEST_HOME) $(VENV)/bin/ansible-test sanity --python 3.11 --color no && old=0 || old=$$?; }; \
+	  wait; echo "== ansible-test sanity --python 3.12 (ansible-core 2.21)"; cat $(ROOT)/.build/sanity-new.log; \
+	  new=$$(cat $(ROOT)/.build/sanity-new.rc); echo "sanity: ansible-core 2.19 exit $$old, 2.21 exit $$new"; \
+	  [ "$$old" -eq 0 ] && [ "$$new" -eq 0 ]
 
 build: setup ## build the collection tarball, install it, and check ansible-doc lists its modules
 	rm -rf .build/dist .build/installed && mkdir -p .build/dist
