@@ -32,6 +32,19 @@ def sglang_instance_problems(instances, where='k26_instances'):
     return instance_problems(instances, where)
 
 
+def sglang_fleet_instance_problems(hosts, hostvars):
+    """Filter: the run's hosts + hostvars -> the messages of every failed rule on their instance lists (each host's
+    k26_instances, else the collection's default), each distinct list judged once (empty list: all good)."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.fleet_defaults import default
+    from ansible_collections.llmops.sglang.plugins.module_utils.rollout.role_inputs import fleet_instance_problems
+    fallback = default('k26_instances')
+    per_host = {}
+    for host in hosts or []:
+        values = hostvars[host]
+        per_host[host] = values['k26_instances'] if 'k26_instances' in values else fallback
+    return fleet_instance_problems(per_host)
+
+
 class FilterModule(object):
     """llmops.sglang input checks."""
 
@@ -39,4 +52,5 @@ class FilterModule(object):
         return {
             'sglang_input_problems': sglang_input_problems,
             'sglang_instance_problems': sglang_instance_problems,
+            'sglang_fleet_instance_problems': sglang_fleet_instance_problems,
         }

@@ -115,6 +115,13 @@ def env_name(flag):
 # The secrets file's name among an instance's files (the server role's __sglang_config_files, the last-good copy).
 SECRETS_FILE = 'secrets.env'
 
+# What a secret shows as wherever it is masked (an argv word, a log line, a header), and the flags as argv words
+# (sorted): host_facts' argv redaction reads them here, not from sglang_signatures, so that sglang_observe and
+# sglang_info do not compile the signature table on the host at every call (about 11 ms of each call, measured on a
+# fleet host with PYTHONPROFILEIMPORTTIME).
+REDACTED = '********'
+SECRET_ARGV_FLAGS = tuple('--' + name for name in sorted(SECRET_FLAGS))
+
 
 def secrets_digest(data, key):
     """The digest of a secrets file's bytes that the rollout compares and may print: HMAC-SHA256 under key, a random

@@ -634,12 +634,12 @@ _SECRET_RES = (
     re.compile(r"(?P<key>\b(?:hf_token|HF_TOKEN|token)\s*=\s*)(?P<q>['\"])(?P<value>[^'\"]+)(?P=q)"),
     re.compile(r"(?P<key>Authorization:\s*Bearer\s+)(?P<q>)(?P<value>\S+)"),
 )
-REDACTED = '********'
+REDACTED = secret_flags.REDACTED
 # HTTP headers whose values are secrets (a probe's Authorization, X-API-Key, cookies...): masked like the above.
 SECRET_HEADER_RE = re.compile(r'(?i)authorization|api[-_]?key|token|secret|cookie')
 # SGLang flags whose value is a secret (argv words), read from the one list held to the release's parser
 # (secret_flags.SECRET_FLAGS, tests/conformance/test_secret_flags.py).
-SECRET_FLAGS = tuple('--' + name for name in sorted(secret_flags.SECRET_FLAGS))
+SECRET_FLAGS = secret_flags.SECRET_ARGV_FLAGS
 
 
 def phase_index(name):

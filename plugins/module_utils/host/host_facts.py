@@ -13,7 +13,7 @@ __metaclass__ = type
 import json
 
 from ansible_collections.llmops.sglang.plugins.module_utils.host.procfs import listening_sockets
-from ansible_collections.llmops.sglang.plugins.module_utils.sglang_signatures import REDACTED, SECRET_FLAGS
+from ansible_collections.llmops.sglang.plugins.module_utils.secret_flags import REDACTED, SECRET_ARGV_FLAGS
 
 # Packages whose versions decide whether a K2.6 launch works (compressed-tensors: nvfp4; torch: CUDA build).
 DEFAULT_PACKAGES = ('sglang', 'compressed-tensors', 'torch', 'transformers', 'sgl-kernel', 'flashinfer-python', 'pip')
@@ -99,7 +99,7 @@ def redact_argv(argv):
             hide_next = False
             continue
         flag, eq, _value = word.partition('=')
-        if flag in SECRET_FLAGS:
+        if flag in SECRET_ARGV_FLAGS:
             if eq:
                 out.append(flag + '=' + REDACTED)
             else:

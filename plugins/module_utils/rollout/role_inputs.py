@@ -461,3 +461,25 @@ def instance_problems(instances, where='k26_instances'):
         if instance.get('state', 'started') not in STATES:
             problems.add(label + '.state', instance.get('state'), 'expected one of %s' % ', '.join(STATES))
     return list(problems)
+
+
+def fleet_instance_problems(per_host, where='k26_instances', shown=3):
+    """instance_problems for a whole run at once ({host: its instance list}), each distinct list judged once. When
+    every host has the same list (the usual case: a group or extra variable), its messages as they are; else each
+    failing list's messages with the hosts that have it ('on a-01, a-02: k26_instances[1].port=...'), the first
+    ``shown`` hosts named and the rest counted."""
+    lists = []  # [(instances, [hosts])], in the hosts' order
+    for host, instances in per_host.items():
+        for seen, hosts in lists:
+            if seen == instances:
+                hosts.append(host)
+                break
+        else:
+            lists.append((instances, [host]))
+    if len(lists) <= 1:
+        return instance_problems(lists[0][0], where) if lists else []
+    found = []
+    for instances, hosts in lists:
+        names = ', '.join(hosts[:shown]) + (' (and %d more)' % (len(hosts) - shown) if len(hosts) > shown else '')
+        found.extend('on %s: %s' % (names, problem) for problem in instance_problems(instances, where))
+    return found

@@ -9,7 +9,10 @@ import pytest
 import yaml
 
 from ansible_collections.llmops.sglang.plugins.filter.pins import sglang_pin
-from ansible_collections.llmops.sglang.plugins.module_utils.rollout.role_inputs import instance_problems, server_problems
+from ansible_collections.llmops.sglang.plugins.filter.role_inputs import sglang_fleet_instance_problems
+from ansible_collections.llmops.sglang.plugins.module_utils.rollout.role_inputs import (
+    fleet_instance_problems, instance_problems, server_problems,
+)
 from ansible_collections.llmops.sglang.plugins.module_utils.rollout.server_args import ServerArgsError, build_argv
 
 from pathlib import Path
@@ -251,6 +254,38 @@ def test_instances_shape():
     ]
     assert instance_problems([]) == ["k26_instances=[]: expected a non-empty list of {name, port, ...}"]
     assert instance_problems([{'name': 'a', 'port': '30000'}]) == []
+
+
+ONE_PORT = [{'name': 'a', 'port': 30000}, {'name': 'b', 'port': 30000}]
+ONE_PORT_TEXT = "k26_instances[1].port=30000: is also the port of k26_instances[0] (a); each instance on a host needs its own port"
+
+
+def test_the_fleet_with_one_list_reads_as_one_host():
+    # every host with the same list (a group or extra variable): the messages of that list, named as on one host
+    assert fleet_instance_problems({'h1': ONE_PORT, 'h2': list(ONE_PORT), 'h3': ONE_PORT}) == [ONE_PORT_TEXT]
+    assert fleet_instance_problems({'h1': [{'name': 'a', 'port': 1}], 'h2': [{'name': 'a', 'port': 1}]}) == []
+    assert fleet_instance_problems({}) == []
+
+
+def test_the_fleet_with_several_lists_names_the_hosts_of_each_bad_one():
+    good = [{'name': 'a', 'port': 30000}]
+    hosts = dict(('h%d' % i, ONE_PORT) for i in range(5))
+    hosts.update({'g1': good, 'e1': []})
+    assert fleet_instance_problems(hosts) == [
+        'on h0, h1, h2 (and 2 more): ' + ONE_PORT_TEXT,
+        'on e1: k26_instances=[]: expected a non-empty list of {name, port, ...}',
+    ]
+
+
+def test_the_fleet_filter_reads_each_host_and_falls_back_to_the_default():
+    hostvars = {'h1': {'k26_instances': ONE_PORT}, 'h2': {}, 'h3': {'k26_instances': [{'name': 'x', 'port': 0}]}}
+    assert sglang_fleet_instance_problems(['h2'], hostvars) == []  # the default: one sglang-k26 on 30000
+    assert sglang_fleet_instance_problems(['h1', 'h2', 'h3'], hostvars) == [
+        'on h1: ' + ONE_PORT_TEXT,
+        'on h3: k26_instances[0].port=0: expected a TCP port, an integer from 1 to 65535',
+    ]
+    # only the run's hosts are read
+    assert sglang_fleet_instance_problems(['h2'], dict(hostvars, h1=None)) == []
 
 
 SHA = 'c' * 64
