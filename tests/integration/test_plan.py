@@ -83,13 +83,33 @@ def hold_lock(fleet, host):
     return 'if grep -q test-holder %s; then rm -f %s; fi' % (LOCK_FILE, LOCK_FILE)
 
 
-def start_deploy(fleet, inventory, *hosts):
-    """deploy_k26.yml on hosts, started in the background (its output on proc.stdout), waiting up to 900 s for a lock."""
+def deploy_while_held(fleet, inventory, hosts, held, until, move, timeout):
+    """deploy_k26.yml on hosts while another run's rollout lock holds `held` (hold_lock; waiting up to 900 s for it):
+    its output is read until a line for which until(line) is true, the run still going, then move() changes the host,
+    the lock is released and the run finishes. -> (its exit code, its whole output). On every way out the run is
+    killed and the lock released."""
+    release = hold_lock(fleet, held)
     command = [venv_tool('ansible-playbook'), '-i', fleet.inventory, 'playbooks/deploy_k26.yml', '-e',
                json.dumps(dict(SECRETS, sglang_env=TEST_ENV, sglang_lock_wait=900, k26_hosts=','.join(h.name for h in hosts))),
                '-i', local_groups_inventory(), '-i', inventory]
-    return subprocess.Popen(command, cwd=str(REPO_ROOT), env=fleet.ansible_env(), stdout=subprocess.PIPE,
+    proc = subprocess.Popen(command, cwd=str(REPO_ROOT), env=fleet.ansible_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True, stdin=subprocess.DEVNULL)
+    lines = []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if until(line):
+                break
+        assert proc.poll() is None, ''.join(lines)
+        move()
+        fleet.run(held, release, check=True)
+        output = ''.join(lines) + proc.communicate(timeout=timeout)[0]
+        return proc.returncode, output
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        fleet.run(held, release)
 
 
 @pytest.fixture(scope='module')
@@ -228,25 +248,12 @@ def test_a_host_that_moves_between_the_plan_and_its_batch_is_planned_anew(plan_f
     fleet, inventory, single, rank0, rank1 = plan_fleet
     break_env(fleet, single)
     break_env(fleet, rank1)
-    release = hold_lock(fleet, rank1)
-    proc = start_deploy(fleet, inventory, single, rank0, rank1)
-    lines = []
-    try:
-        # The canary's wait has begun (its live progress line): the plan is made and the group's batch is still ahead.
-        for line in proc.stdout:
-            lines.append(line)
-            if re.match(r'^\s*%s\s+sglang-k26\s' % re.escape(single.name), line):
-                break
-        assert proc.poll() is None, ''.join(lines)
-        fleet.run(rank1, 'echo "DRIFT=2" >> %s' % ENV_FILE, check=True)
-        fleet.run(rank1, release, check=True)
-        output = ''.join(lines) + proc.communicate(timeout=1500)[0]
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        fleet.run(rank1, release)
-    assert proc.returncode == 0, output
+    # Once the canary's wait has begun (its live progress line), the plan is made and the group's batch is ahead.
+    returncode, output = deploy_while_held(
+        fleet, inventory, (single, rank0, rank1), rank1,
+        until=lambda line: re.match(r'^\s*%s\s+sglang-k26\s' % re.escape(single.name), line),
+        move=lambda: fleet.run(rank1, 'echo "DRIFT=2" >> %s' % ENV_FILE, check=True), timeout=1500)
+    assert returncode == 0, output
     rows = plan_rows(output)
     assert rows[single.name] == ('restart', 'yes') and rows[rank1.name] == ('restart', 'yes'), output
     assert rollout_batches(output) == [[single.name], sorted([rank0.name, rank1.name])], output
@@ -278,26 +285,18 @@ def test_a_host_that_moves_before_its_change_in_place_so_that_it_would_restart_i
                                 'print(os.path.join(sysconfig.get_paths()["include"], "Python.h"))'], check=True).stdout.strip()
     fleet.run(single, 'test -f %s && mv %s %s.away' % (header, header, header), check=True)
     before = invocation(fleet, single)
-    release = hold_lock(fleet, single)
-    proc = start_deploy(fleet, inventory, single, rank0, rank1)
-    lines = []
-    try:
-        for line in proc.stdout:
-            lines.append(line)
-            if line.startswith('PLAY [Apply the changes that need no restart'):
-                break
-        assert proc.poll() is None, ''.join(lines)
+
+    def move():
         break_env(fleet, single)
         fleet.run(single, 'mv %s.away %s' % (header, header), check=True)
-        fleet.run(single, release, check=True)
-        output = ''.join(lines) + proc.communicate(timeout=900)[0]
+
+    try:
+        returncode, output = deploy_while_held(
+            fleet, inventory, (single, rank0, rank1), single,
+            until=lambda line: line.startswith('PLAY [Apply the changes that need no restart'), move=move, timeout=900)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        fleet.run(single, release)
         fleet.run(single, 'if [ -f %s.away ]; then mv %s.away %s; fi' % (header, header, header))
-    assert proc.returncode != 0, output
+    assert returncode != 0, output
     rows = plan_rows(output)
     assert rows == {single.name: ('change', 'no'), rank0.name: ('none', 'no'), rank1.name: ('none', 'no')}, output
     assert ('%s would restart now (the running server must load the new configuration), but the rollout plan found it '
