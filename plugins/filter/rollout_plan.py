@@ -58,19 +58,24 @@ def sglang_plan_table(hosts, hostvars):
 
 
 def sglang_rollout_order(hosts, hostvars, serial):
-    """Filter: the hosts whose plan restarts + hostvars + k26_serial -> {hosts, batches} (multi-node groups whole)."""
-    from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_plan import rollout_order
+    """Filter: the plan's hosts + hostvars (each one's k26_route and sglang_plan_desired) + k26_serial -> {hosts,
+    batches, apply}: the hosts whose plan restarts in order and their batch sizes (multi-node groups whole), and the
+    hosts changed in place without a restart."""
+    from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_plan import hosts_by_route, rollout_order
     units = {}
-    for host in hosts:
-        values = hostvars[host] if host in hostvars else {}
-        nodes = []
-        for want in (values.get('sglang_plan_desired') or {}).values():
-            nodes.extend(n for n in want.get('nodes') or [] if n not in nodes)
-        units[host] = nodes
     try:
-        return rollout_order(list(hosts), units, serial)
+        routes = hosts_by_route([(host, (hostvars[host] if host in hostvars else {}).get('k26_route'))
+                                 for host in hosts])
+        for host in routes['rollout']:
+            nodes = []
+            for want in (hostvars[host].get('sglang_plan_desired') or {}).values():
+                nodes.extend(n for n in want.get('nodes') or [] if n not in nodes)
+            units[host] = nodes
+        order = rollout_order(routes['rollout'], units, serial)
     except ValueError as exc:
         raise AnsibleFilterError(str(exc))
+    order['apply'] = routes['apply']
+    return order
 
 
 def _peer_facts(host, values):

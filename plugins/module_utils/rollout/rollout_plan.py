@@ -364,6 +364,18 @@ def host_route(plans):
     return 'done'
 
 
+def hosts_by_route(routes):
+    """[(host, route)] in the play's order -> {'rollout': [...], 'apply': [...], 'done': [...]}, each in that order. A
+    route that is not one of host_route's three is refused, naming the host."""
+    split = dict((name, []) for name in ('rollout', 'apply', 'done'))
+    for host, route in routes:
+        if route not in split:
+            raise ValueError('%s has no route after the plan (k26_route=%r): expected rollout, apply or done'
+                             % (host, route))
+        split[route].append(host)
+    return split
+
+
 def plan_rows(host, plans):
     """Table rows of one host: one per instance, '-' when the host has no plan (it failed before the plan)."""
     if plans is None:

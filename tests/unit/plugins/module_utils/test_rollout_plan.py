@@ -20,6 +20,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_plan
     plan_rows,
     plan_seen,
     plan_summary,
+    hosts_by_route,
     rollout_order,
     start_steps,
 )
@@ -143,6 +144,18 @@ def test_a_multinode_group_is_pulled_in_whole_and_never_split():
     assert order['batches'] == [2, 1, 1]
     order = rollout_order(['h1', 'r0', 'r1', 'h2'], units, [1, 2])
     assert order == {'hosts': ['h1', 'r0', 'r1', 'h2'], 'batches': [1, 2, 1]}
+
+
+def test_hosts_are_split_by_route_in_the_play_order():
+    split = hosts_by_route([('h1', 'apply'), ('h2', 'rollout'), ('h3', 'done'), ('h4', 'apply')])
+    assert split == {'rollout': ['h2'], 'apply': ['h1', 'h4'], 'done': ['h3']}
+    assert hosts_by_route([]) == {'rollout': [], 'apply': [], 'done': []}
+
+
+@pytest.mark.parametrize('route', [None, 'restart', ''])
+def test_a_host_without_a_route_is_refused_by_name(route):
+    with pytest.raises(ValueError, match=r"h2 has no route after the plan .*expected rollout, apply or done"):
+        hosts_by_route([('h1', 'done'), ('h2', route)])
 
 
 @pytest.mark.parametrize('bad', [[], 0, '0%', 'x', [1, 'ten'], -2, 1.5])
@@ -528,3 +541,4 @@ def test_decide_says_the_steps_of_a_multi_node_restart():
     assert decision['pin_changes'] == ['sglang %s -> 9.9.9' % PINS['sglang']]
     assert [(step['host'], step['state']) for step in decision['steps']] == [
         ('h0', 'stopped'), ('h1', 'stopped'), ('h0', 'started'), ('h1', 'started')]
+
