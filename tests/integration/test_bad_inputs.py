@@ -67,8 +67,11 @@ def target(fleet, standin_venv):
     host = fleet.hosts[0]
     standin_venv(host)
     make_model(fleet, host)
-    names = ['sglang-b1', 'sglang-b2a', 'sglang-b2b']
     yield host
+    remove_units(fleet, host)
+
+
+def remove_units(fleet, host, names=('sglang-b1', 'sglang-b2a', 'sglang-b2b')):
     for name in names:
         fleet.run(host, 'systemctl stop {0}.service; systemctl reset-failed {0}.service; rm -rf /etc/systemd/system/'
                         '{0}.service /etc/sglang/{0}.env /etc/sglang/{0}.secrets.env /var/lib/sglang/{0}; '
@@ -109,3 +112,33 @@ def test_a_bad_second_instance_is_refused_before_the_first_is_deployed(fleet, ta
     assert result.rc != 0
     assert 'sglang_extra_args[0]: --model-path is set by sglang_model_path' in flat(result.stdout), result
     fleet.run(target, 'test ! -e /etc/systemd/system/sglang-b2a.service', check=True)
+
+
+def test_each_hosts_own_bad_instance_list_is_named_with_that_host(fleet, target, tmp_path):
+    """The run's instance check judges each host's own k26_instances (here from host_vars, through Ansible's real
+    hostvars, not from -e, which would give every host the same list) and names the hosts of each failing list. Both
+    hosts get a different bad list, so that each message's host name is seen, not only its absence elsewhere."""
+    other = fleet.hosts[1]
+    inventory = tmp_path / 'instances.yml'
+    inventory.write_text(json.dumps({'all': {'hosts': {
+        target.name: {'k26_instances': [{'name': 'sglang-b2a', 'port': 30115}, {'name': 'sglang-b2a', 'port': 30116}]},
+        other.name: {'k26_instances': [{'name': 'sglang-b2b', 'port': 30117}, {'name': 'sglang-b1', 'port': 30117}]},
+    }}}))
+    try:
+        result = fleet.playbook('playbooks/deploy_k26.yml', {'k26_hosts': '%s:%s' % (target.name, other.name),
+                                                             'sglang_model_path': MODEL, 'sglang_venv': VENV},
+                                extra_args=['-i', str(inventory)])
+        out = flat(result.stdout)
+        assert result.rc != 0, result
+        assert 'Invalid input (2): ' in out, result
+        assert ("on %s: k26_instances[1].name='sglang-b2a': is also k26_instances[0].name; each instance on a host "
+                'needs its own name' % target.name) in out, out
+        assert ('on %s: k26_instances[1].port=30117: is also the port of k26_instances[0] (sglang-b2b)'
+                % other.name) in out, out
+        # Refused before the plan: no host was observed, and neither host got a unit.
+        assert 'Observe every instance of the host in one call' not in out, out
+        for host, names in ((target, ['sglang-b2a']), (other, ['sglang-b2b', 'sglang-b1'])):
+            for name in names:
+                fleet.run(host, 'test ! -e /etc/systemd/system/%s.service' % name, check=True)
+    finally:
+        remove_units(fleet, other)  # only if the check let a list through (target's are the fixture's)

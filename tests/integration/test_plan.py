@@ -198,6 +198,34 @@ def test_a_changed_secret_restarts_its_host_and_shows_no_value(plan_fleet):
         single, 'cat %s' % SECRETS_FILE, check=True).stdout
 
 
+def keyed_secrets_digests(output):
+    """host -> the keyed digests (hmac-sha256:...) in its result of the plan's observe task (-v prints results)."""
+    section = output.split('TASK [Observe every instance of the host in one call]', 1)[1].split('\nTASK [', 1)[0]
+    parts = re.split(r'^(?:ok|changed): \[([^\]]+)\] => ', section, flags=re.M)
+    return dict((host, set(re.findall(r'hmac-sha256:[0-9a-f]+', body))) for host, body in zip(parts[1::2], parts[2::2]))
+
+
+def test_one_run_keys_every_hosts_secrets_digest_with_one_key_and_the_next_run_with_another(plan_fleet):
+    """The plan makes one key per run for all its hosts (validate.yml, run_once): byte-identical secrets files show one
+    keyed digest in a run, and another in the next run (a random key, never printed)."""
+    fleet, inventory, single, rank0, rank1 = plan_fleet
+    hosts = (single, rank0, rank1)
+    files = set(fleet.run(h, 'sha256sum < %s' % SECRETS_FILE, check=True).stdout for h in hosts)
+    assert len(files) == 1, 'the three secrets files differ: %s' % files
+    runs = []
+    for _ in range(2):
+        result = deploy(fleet, inventory, '--check', '-v')
+        assert result.rc == 0, result
+        assert not [value for value in SECRET_VALUES if value in result.stdout], 'a secret in the output'
+        digests = keyed_secrets_digests(result.stdout)
+        assert sorted(digests) == sorted(h.name for h in hosts), result
+        # each host's live file and its last-known-good copy (the same bytes): one digest per host
+        assert all(len(found) == 1 for found in digests.values()), digests
+        assert len(set.union(*digests.values())) == 1, digests
+        runs.append(set.union(*digests.values()))
+    assert runs[0] != runs[1], runs
+
+
 def test_a_change_on_rank_1_rolls_the_whole_group_in_one_batch(plan_fleet):
     fleet, inventory, single, rank0, rank1 = plan_fleet
     break_env(fleet, rank1)
