@@ -178,6 +178,30 @@ def test_second_instance_on_the_same_gpus_is_refused(fleet, restore, tmp_path):
     assert fleet.run(host, 'test ! -e /etc/systemd/system/pf-b.service && test ! -e /etc/sglang/pf-b.env').returncode == 0
 
 
+def test_a_port_another_process_holds_and_an_incomplete_model_are_refused_together(fleet, restore, tmp_path):
+    """From the role's one observation, before any change (rollout_plan.host_refusals), each naming its variable: a
+    real listener on pf-b's port, and a real model directory with a shard gone (its index names five)."""
+    host = restore
+    before = unit_state(fleet, host)
+    partial = '/models/pf-partial'
+    fleet.run(host, 'rm -rf {p} && cp -a {m} {p} && rm {p}/{s}'.format(p=partial, m=MODEL, s=SHARDS[2]), check=True)
+    try:
+        fleet.run(host, 'systemd-run --unit pf-foreign --quiet python3 -m http.server 30019 --bind 127.0.0.1 && '
+                        'for i in $(seq 100); do python3 -c "import socket; socket.create_connection((\'127.0.0.1\', '
+                        '30019), 1)" 2>/dev/null && exit 0; sleep 0.1; done; exit 1', check=True)
+        result, outcome = apply(fleet, host, tmp_path, sglang_service_name='pf-b', sglang_port=30019,
+                                sglang_env=env_for('pf-b'), sglang_model_path=partial)
+        assert outcome['failure'], result
+        assert ('sglang_model_path=%s: 1 of 5 shards named in model.safetensors.index.json are missing (first: %s)'
+                % (partial, SHARDS[2])) in outcome['failure'], outcome
+        assert ('sglang_port=30019 is already in use by another process while pf-b.service is inactive; pick another '
+                'port or stop that process.') in outcome['failure'], outcome
+        assert unit_state(fleet, host) == before
+        assert fleet.run(host, 'test ! -e /etc/systemd/system/pf-b.service && test ! -e /etc/sglang/pf-b.env').returncode == 0
+    finally:
+        fleet.run(host, 'systemctl stop pf-foreign 2>/dev/null; rm -rf %s' % partial)
+
+
 def test_waiver_passes_and_shows(fleet, restore, tmp_path):
     host = restore
     before = unit_state(fleet, host)

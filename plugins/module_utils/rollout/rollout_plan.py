@@ -311,7 +311,7 @@ def decide(want, observed, unit, secret_digest=None, planned=None):
     plan), ``moved`` (the instance_seen keys that differ from the plan's observation, [] unless decided anew),
     ``verified`` (rollout_state.config_verified: the configuration the role writes, with the pins it
     installs, is the last known good one), ``unit_known`` (the unit exists on the host) and ``steps`` (start_steps:
-    the systemd jobs that apply ``start``).
+    the systemd jobs that apply ``start``) and ``refusals`` (host_refusals: why the host cannot run it as wanted).
     """
     if unit not in ((observed or {}).get('instances') or {}):
         raise ValueError('decide: %s is not in the observation (observed.instances has %s)'
@@ -335,8 +335,42 @@ def decide(want, observed, unit, secret_digest=None, planned=None):
     pins = dict((name, version) for name, version in (want.get('pins') or {}).items() if version)
     decision.update(verified=config_verified(want['files'], seen['last_good'], dict(seen['packages'], **pins)),
                     unit_known=bool(seen['service'].get('exists')),
-                    steps=start_steps(decision.get('start', 'none'), want.get('nodes') or []))
+                    steps=start_steps(decision.get('start', 'none'), want.get('nodes') or []),
+                    refusals=host_refusals(want, observed, unit))
     return decision
+
+
+# The unit's states in which the port it is configured for is its own (a unit starting, serving or stopping holds it).
+PORT_HOLDING_STATES = ('active', 'activating', 'deactivating', 'reloading')
+
+
+def host_refusals(want, observed, unit):
+    """Why this host cannot run the instance as wanted, from the one observation, before anything changes: each a
+    message naming the variable and what was found. [] when nothing refuses, and for a state that does not run the
+    server (stopped, absent).
+
+    - the venv: its Python did not answer, or a user other than root can change it (sglang_observe's venv ``error``);
+      root would run it for the argument check and pip;
+    - the model directory is not complete (sglang_observe's ``model.problem``); not when ``want['model_source']``
+      names a version: sglang_model_sync brings and verifies that one after this, and the checkpoint gate judges it;
+    - the port is held by another process while the unit is not starting, serving or stopping."""
+    if want.get('state') not in ('started', 'restarted'):
+        return []
+    observed = observed or {}
+    instance = (observed.get('instances') or {}).get(unit) or {}
+    venv = (observed.get('venvs') or {}).get(want.get('venv') or '') or {}
+    spec = want.get('observe') or {}
+    found = []
+    if 'python_version' not in venv:
+        found.append('sglang_venv=%s: %s' % (want.get('venv'), venv.get('error') or 'its Python did not answer'))
+    model = instance.get('model') or {}
+    if not want.get('model_source') and model and not model.get('complete'):
+        found.append('sglang_model_path=%s: %s' % (spec.get('model_path'), model.get('problem')))
+    state = (instance.get('service') or {}).get('active_state') or ''
+    if instance.get('port_in_use') and state not in PORT_HOLDING_STATES:
+        found.append('sglang_port=%s is already in use by another process while %s is %s; pick another port or stop '
+                     'that process.' % (spec.get('port'), unit, state or 'absent'))
+    return found
 
 
 def start_steps(start, nodes):

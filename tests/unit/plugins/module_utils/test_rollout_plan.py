@@ -20,6 +20,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_plan
     plan_rows,
     plan_seen,
     plan_summary,
+    host_refusals,
     hosts_by_route,
     rollout_order,
     start_steps,
@@ -191,7 +192,7 @@ def host(**overrides):
     base = {'dpkg': {'python3-dev', 'python3-requests'}, 'dirs': {'/etc/sglang'}, 'users': {'root'},
             'groups': {'root'},
             'venvs': {'/opt/sglang/venv': {'path': '/opt/sglang/venv', 'exists': True, 'python_major_minor': '3.11',
-                                           'pip': True, 'python_h': True, 'packages': dict(PINS, torch=None)}},
+                                           'python_version': '3.11.7', 'pip': True, 'python_h': True, 'packages': dict(PINS, torch=None)}},
             'instances': {}}
     base.update(overrides)
     return base
@@ -301,7 +302,7 @@ def test_decide_without_a_plan_is_plan_hosts_decision_from_this_observation():
     decision = decide(wants['b.service'], alone, 'b.service')
     plan = plan_host({'b.service': wants['b.service']}, alone)['b.service']
     assert decision == dict(plan, source='observed', moved=[], verified=True, unit_known=True,
-                            steps=[{'host': None, 'state': 'started', 'reload': False}])
+                            steps=[{'host': None, 'state': 'started', 'reload': False}], refusals=[])
     assert decision['action'] == 'change' and decision['restart'] is False
 
 
@@ -318,7 +319,7 @@ def test_decide_applies_the_plans_own_decision_on_a_host_that_did_not_move():
     for observed in (observe(state, [wants['b.service']]), observe(state_later, [wants['b.service']])):
         decision = decide(wants['b.service'], observed, 'b.service', None, {'decision': marked, 'observed': whole})
         assert decision == dict(marked, source='plan', moved=[], verified=True, unit_known=True,
-                                steps=[{'host': None, 'state': 'started', 'reload': False}])
+                                steps=[{'host': None, 'state': 'started', 'reload': False}], refusals=[])
 
 
 def _planned(wants, state):
@@ -542,3 +543,53 @@ def test_decide_says_the_steps_of_a_multi_node_restart():
     assert [(step['host'], step['state']) for step in decision['steps']] == [
         ('h0', 'stopped'), ('h1', 'stopped'), ('h0', 'started'), ('h1', 'started')]
 
+
+# --- host_refusals: what stops the host from running the instance, each naming its variable ---
+
+def refusals_of(want, **seen):
+    state = host(instances={'a.service': instance(**seen)})
+    return host_refusals(want, observe(state, [want]), 'a.service')
+
+
+def test_a_healthy_host_refuses_nothing():
+    assert refusals_of(desired('a')) == []
+    # the unit holds its own port (active, or starting, or stopping)
+    for state in ('active', 'activating', 'deactivating', 'reloading'):
+        assert refusals_of(desired('a'), service=dict(SERVICE, active_state=state), port_in_use=True) == []
+
+
+def test_each_refusal_names_its_variable_and_what_was_found():
+    want = desired('a')
+    state = host(instances={'a.service': instance(model={'path': '/models/a', 'exists': True, 'complete': False,
+                                                         'problem': 'no config.json'},
+                                                  service={'exists': False}, port_in_use=True)})
+    state['venvs']['/opt/sglang/venv'] = {'path': '/opt/sglang/venv', 'exists': True,
+                                          'error': '/opt/sglang/venv can be changed by a user other than root'}
+    assert host_refusals(want, observe(state, [want]), 'a.service') == [
+        'sglang_venv=/opt/sglang/venv: /opt/sglang/venv can be changed by a user other than root',
+        'sglang_model_path=/models/a: no config.json',
+        'sglang_port=30000 is already in use by another process while a.service is absent; pick another port or stop '
+        'that process.']
+
+
+def test_a_venv_that_did_not_answer_says_so():
+    want = desired('a')
+    state = host(instances={'a.service': instance()})
+    del state['venvs']['/opt/sglang/venv']
+    assert host_refusals(want, observe(state, [want]), 'a.service') == [
+        'sglang_venv=/opt/sglang/venv: its Python did not answer']
+
+
+def test_a_failed_unit_does_not_hold_its_port():
+    found = refusals_of(desired('a'), service=dict(SERVICE, active_state='failed'), port_in_use=True)
+    assert found == ['sglang_port=30000 is already in use by another process while a.service is failed; pick another '
+                     'port or stop that process.']
+
+
+def test_a_version_the_sync_brings_is_not_judged_here_and_a_stop_is_never_refused():
+    incomplete = {'path': '/models/a', 'exists': False, 'complete': False, 'problem': 'does not exist'}
+    assert refusals_of(desired('a', model_source='v2'), model=incomplete) == []
+    assert refusals_of(desired('a'), model=incomplete) == ['sglang_model_path=/models/a: does not exist']
+    for state in ('stopped', 'absent'):
+        assert refusals_of(desired('a', state=state), model=incomplete, port_in_use=True,
+                           service={'exists': False}) == []
