@@ -213,7 +213,7 @@ def test_one_run_keys_every_hosts_secrets_digest_with_one_key_and_the_next_run_w
     files = set(fleet.run(h, 'sha256sum < %s' % SECRETS_FILE, check=True).stdout for h in hosts)
     assert len(files) == 1, 'the three secrets files differ: %s' % files
     runs = []
-    for _ in range(2):
+    for run in (1, 2):
         result = deploy(fleet, inventory, '--check', '-v')
         assert result.rc == 0, result
         assert not [value for value in SECRET_VALUES if value in result.stdout], 'a secret in the output'
@@ -221,7 +221,7 @@ def test_one_run_keys_every_hosts_secrets_digest_with_one_key_and_the_next_run_w
         assert sorted(digests) == sorted(h.name for h in hosts), result
         # each host's live file and its last-known-good copy (the same bytes): one digest per host
         assert all(len(found) == 1 for found in digests.values()), digests
-        assert len(set.union(*digests.values())) == 1, digests
+        assert len(set.union(*digests.values())) == 1, ('run %d' % run, digests)
         runs.append(set.union(*digests.values()))
     assert runs[0] != runs[1], runs
 
