@@ -257,7 +257,9 @@ class Launcher(object):
         (tokenizer_manager.py:2451-2459): the Python-level handler does nothing (asyncio's _sighandler_noop), and the
         loop reads the wakeup fd's bytes and runs the handlers one after another in the order the signals arrived
         (serve_http's loop, below): a SIGTERM to the whole cgroup is logged before the SubprocessWatchdog's SIGQUIT
-        that the dying schedulers cause, however late the main thread gets a core."""
+        that the dying schedulers cause, however late the main thread gets a core, as long as the SIGTERM reached this
+        process before the schedulers': systemd signals the main PID first (src/core/unit.c unit_kill_context). A
+        killpg() does not (kernel/pid.c attach_pid puts the newest member at the head of the group's list)."""
         if self.running_phase:
             return
         try:
