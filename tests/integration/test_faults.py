@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import json
 import os
+import re
 import secrets
 import shlex
 import signal
@@ -232,6 +233,42 @@ def test_a_start_job_systemd_fails_at_once_goes_to_the_waiter_and_the_rollback(f
     assert 'Restart the server for the configuration on disk' in out and 'Rolled back' in out, change
     assert 'control process exited' in out or 'ExecStartPre' in out or 'exit-code' in out, change
     # The new configuration never ran (its start job failed before ExecStart); the restored one started once.
+    assert unit.start_count() == starts + 1
+    unit.assert_serves_verified()
+
+
+def test_a_rollback_whose_restored_configuration_does_not_start_either_fails_the_host_saying_so(faulty):
+    """The rollback round fails too: a site drop-in's ExecStartPre= refuses every start, the new configuration's and
+    then the restored one's. The restore happens (the files are the last good ones again), the rollback round's
+    restart goes to the waiter as the deploy round's does, and the host fails with the deploy round's reason and
+    the rollback round's own ("Rolling back failed too (REASON: ...)"), the waiter's, not a bare systemd error. Once
+    the drop-in is gone, the verified configuration starts (systemd's retry, or the re-run) and serves."""
+    make, procs = faulty
+    unit = make('sglang-f15', 30118)
+    unit.first_deploy()
+    starts = unit.start_count()
+    unit.sh("install -d /etc/systemd/system/{0}.d && printf '%s\\n' '[Service]' 'ExecStartPre=+/bin/false' "
+            "> /etc/systemd/system/{0}.d/zz-site-check.conf".format(unit.unit))
+    change = unit.deploy(fault=BAD_FAULT, sglang_restart_sec=2, sglang_start_limit_burst=1000)
+    out = flat(change.stdout)
+    assert change.rc != 0, change
+    assert "is not ready (" in out and 'Rolling back failed too (' in out, change
+    found = re.search(r"Rolling back failed too \(([a-z_]+): ", out)
+    assert found and found.group(1) != 'error', out[-3000:]
+    assert 'Rolled back' not in out, change
+    # the restore took place: the files on disk are the last good ones, and neither configuration ever ran
+    for live, saved in (('/etc/systemd/system/%s' % unit.unit, 'unit'), ('/etc/sglang/%s.env' % unit.name, 'env')):
+        unit.sh('cmp %s %s/last-good/%s' % (live, unit.control_dir, saved))
+    assert unit.start_count() == starts
+    unit.sh('rm -rf /etc/systemd/system/%s.d && systemctl daemon-reload' % unit.unit)
+    # systemd keeps retrying the restored unit (Restart=on-failure) until its start limit fails it; a re-run that
+    # finds it between two attempts is judged crash-looping at once (rollout_state.start_action leaves such a unit to
+    # the waiter, which counts the pending restart). With the drop-in gone its next attempt starts it; wait for that,
+    # or for the start limit, then re-run.
+    unit.wait_on_host('the unit out of its restart loop', lambda: unit_show(
+        unit.fleet, unit.host, unit.unit, 'SubState')['SubState'] in ('running', 'failed', 'dead'))
+    rerun = unit.deploy()
+    assert rerun.rc == 0, rerun
     assert unit.start_count() == starts + 1
     unit.assert_serves_verified()
 

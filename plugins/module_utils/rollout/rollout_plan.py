@@ -310,8 +310,9 @@ def decide(want, observed, unit, secret_digest=None, planned=None):
     ``converged``: decided anew too, everything that moved moved towards ``want`` (``converged``); ``observed``: no
     plan), ``moved`` (the instance_seen keys that differ from the plan's observation, [] unless decided anew),
     ``verified`` (rollout_state.config_verified: the configuration the role writes, with the pins it
-    installs, is the last known good one), ``unit_known`` (the unit exists on the host) and ``steps`` (start_steps:
-    the systemd jobs that apply ``start``) and ``refusals`` (host_refusals: why the host cannot run it as wanted).
+    installs, is the last known good one), ``unit_known`` (the unit exists on the host), ``rounds`` (rounds: what
+    run.yml applies in the deploy round, with start_steps' systemd jobs that apply ``start``, and in the rollback
+    round) and ``refusals`` (host_refusals: why the host cannot run it as wanted).
     """
     if unit not in ((observed or {}).get('instances') or {}):
         raise ValueError('decide: %s is not in the observation (observed.instances has %s)'
@@ -333,11 +334,31 @@ def decide(want, observed, unit, secret_digest=None, planned=None):
     else:
         decision = dict(plan_seen(want, seen), source='observed', moved=[])
     pins = dict((name, version) for name, version in (want.get('pins') or {}).items() if version)
+    steps = start_steps(decision.get('start', 'none'), want.get('nodes') or [])
     decision.update(verified=config_verified(want['files'], seen['last_good'], dict(seen['packages'], **pins)),
                     unit_known=bool(seen['service'].get('exists')),
-                    steps=start_steps(decision.get('start', 'none'), want.get('nodes') or []),
+                    rounds=rounds(decision.get('start', 'none'), steps, seen['service'].get('active_state')),
                     refusals=host_refusals(want, observed, unit))
     return decision
+
+
+def rounds(start, steps, active_state):
+    """What each round of the server role's run.yml applies: {deploy: ..., rollback: ...}, each {steps (start_steps'
+    systemd jobs), drain (out of every router first), marker (mark the instance deploying until its verdict),
+    marker_reason, marker_drain (the marker's deadline counts the drain), reset_failed, canary (the analysis may
+    run)}.
+
+    ``deploy``: the decision's start (``start``, ``steps``); a unit observed ``failed`` (``active_state``) is cleared
+    first. ``rollback`` (rollback.yml, after it stopped the failed configuration and restored the files that served):
+    this host's unit restarted, systemd reading the restored unit first; it was out of the routers since the deploy
+    round and was stopped, so no drain and always a reset-failed; no canary analysis (the configuration is the one
+    that served). A multi-node group's ranks each restore and restart their own unit."""
+    return {
+        'deploy': {'steps': steps, 'drain': start == 'restart', 'marker': start != 'none', 'marker_reason': 'restart',
+                   'marker_drain': True, 'reset_failed': active_state == 'failed', 'canary': True},
+        'rollback': {'steps': [{'host': None, 'state': 'restarted', 'reload': True}], 'drain': False, 'marker': True,
+                     'marker_reason': 'rollback', 'marker_drain': False, 'reset_failed': True, 'canary': False},
+    }
 
 
 # The unit's states in which the port it is configured for is its own (a unit starting, serving or stopping holds it).

@@ -12,7 +12,8 @@ environment, secrets, package pins). The role compares the configuration it leav
 - ``start_action``: restart, start or leave the unit, so that the process runs the files on disk;
 - ``after_wait``: keep a configuration that answered (and remember it when it was not the verified one), restore
   the verified one when an unverified one does not answer, or fail;
-- ``after_rollback``: report what the single restore achieved;
+- ``after_rollback``: report what the single restore achieved (the rollback round: the restore, then the same restart
+  and wait as the first round);
 - ``outcome``: the instance's outcome, made once from the wait's verdict and what followed it: the record the fleet
   report, the deployment metrics and the host's failure all read.
 
@@ -150,16 +151,25 @@ def canary_summary(result):
             'requests': result.get('requests'), 'errors': result.get('errors')}
 
 
-def outcome(unit, wait_result, failure, next_step=None, rollback=None, packages=None, config_changed=False, canary=None):
+def outcome(unit, wait_result, failure, next_step=None, rollback_failure=None, packages=None, config_changed=False,
+            canary=None):
     """The instance's outcome, made in this one place: the waiter's result (``failure``'s when the wait failed) plus
     ``packages``, ``rolled_back``, ``changed_config``, ``outcome`` (ready, failed, rolled_back, rollback_failed) and
     ``message`` (None when ready: the text the host fails with, the waiter's reason, message and hint, then what the
     rollout did about it).
 
-    ``next_step``: after_wait()'s result; ``rollback``: after_rollback()'s, or empty when there was no restore;
-    ``canary``: sglang_canary's result (kept as canary_summary() under ``canary``), or None.
+    ``next_step``: after_wait()'s result. When its action is ``rollback`` the rollback round ran (the role includes it
+    on exactly that action): ``rollback_failure`` is that round's own failure (its restore's or its wait's, a task
+    result with ``reason`` and ``msg``), None when the restored configuration answered, and ``wait_result`` is then the
+    restored configuration's wait. ``canary``: sglang_canary's result (kept as canary_summary() under ``canary``), or
+    None.
     """
-    rollback = rollback or {}
+    rollback = {}
+    if (next_step or {}).get('action') == 'rollback':
+        if rollback_failure is None:
+            rollback = after_rollback(True, (wait_result or {}).get('elapsed'))
+        else:
+            rollback = after_rollback(False, None, rollback_failure.get('reason') or 'error', rollback_failure.get('msg') or '')
     record = dict(failure if failure is not None else (wait_result or {}))
     rolled_back = bool(rollback.get('rolled_back'))
     record.update(packages=dict(packages or {}), rolled_back=rolled_back, changed_config=bool(config_changed),

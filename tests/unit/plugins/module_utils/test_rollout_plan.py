@@ -19,6 +19,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_plan
     plan_instance,
     plan_rows,
     plan_seen,
+    rounds,
     plan_summary,
     host_refusals,
     hosts_by_route,
@@ -302,7 +303,8 @@ def test_decide_without_a_plan_is_plan_hosts_decision_from_this_observation():
     decision = decide(wants['b.service'], alone, 'b.service')
     plan = plan_host({'b.service': wants['b.service']}, alone)['b.service']
     assert decision == dict(plan, source='observed', moved=[], verified=True, unit_known=True,
-                            steps=[{'host': None, 'state': 'started', 'reload': False}], refusals=[])
+                            rounds=rounds('none', [{'host': None, 'state': 'started', 'reload': False}], 'active'),
+                            refusals=[])
     assert decision['action'] == 'change' and decision['restart'] is False
 
 
@@ -319,7 +321,8 @@ def test_decide_applies_the_plans_own_decision_on_a_host_that_did_not_move():
     for observed in (observe(state, [wants['b.service']]), observe(state_later, [wants['b.service']])):
         decision = decide(wants['b.service'], observed, 'b.service', None, {'decision': marked, 'observed': whole})
         assert decision == dict(marked, source='plan', moved=[], verified=True, unit_known=True,
-                                steps=[{'host': None, 'state': 'started', 'reload': False}], refusals=[])
+                                rounds=rounds('none', [{'host': None, 'state': 'started', 'reload': False}], 'active'),
+                                refusals=[])
 
 
 def _planned(wants, state):
@@ -394,7 +397,8 @@ def test_decide_unit_known_and_refusals():
     state['instances']['a.service'] = instance(service={'exists': False, 'active_state': 'inactive'})
     decision = decide(want, observe(state, [want]), 'a.service')
     assert (decision['unit_known'], decision['action']) == (False, 'start')
-    assert decision['steps'] == [{'host': None, 'state': 'started', 'reload': True}]  # a new unit is started
+    # a new unit is started
+    assert decision['rounds']['deploy']['steps'] == [{'host': None, 'state': 'started', 'reload': True}]
     with pytest.raises(ValueError, match='a.service is not in the observation'):
         decide(want, {'instances': {}}, 'a.service')
     with pytest.raises(ValueError, match='planned must be'):
@@ -540,8 +544,28 @@ def test_decide_says_the_steps_of_a_multi_node_restart():
     assert decision['start'] == 'restart'
     # the role's pip runs for exactly these
     assert decision['pin_changes'] == ['sglang %s -> 9.9.9' % PINS['sglang']]
-    assert [(step['host'], step['state']) for step in decision['steps']] == [
+    assert [(step['host'], step['state']) for step in decision['rounds']['deploy']['steps']] == [
         ('h0', 'stopped'), ('h1', 'stopped'), ('h0', 'started'), ('h1', 'started')]
+    # the rollback round: each rank restores and restarts its own unit
+    assert decision['rounds']['rollback']['steps'] == [{'host': None, 'state': 'restarted', 'reload': True}]
+
+
+def test_rounds_say_what_each_round_of_run_yml_applies():
+    steps = [{'host': None, 'state': 'restarted', 'reload': True}]
+    deploy = rounds('restart', steps, 'failed')
+    assert deploy['deploy'] == {'steps': steps, 'drain': True, 'marker': True, 'marker_reason': 'restart',
+                                'marker_drain': True, 'reset_failed': True, 'canary': True}
+    # a start drains nothing (the unit was not serving); nothing to start: no marker; only a failed unit is cleared
+    started = rounds('start', [{'host': None, 'state': 'started', 'reload': False}], 'inactive')['deploy']
+    assert (started['drain'], started['marker'], started['reset_failed']) == (False, True, False)
+    kept = rounds('none', [{'host': None, 'state': 'started', 'reload': False}], 'active')['deploy']
+    assert (kept['drain'], kept['marker'], kept['reset_failed']) == (False, False, False)
+    # the rollback round is the same whatever the deploy round did: a restart of the restored unit, cleared first,
+    # marked as a rollback without the drain in its deadline, no drain and no canary analysis
+    for start, active in (('restart', 'active'), ('none', 'failed'), ('start', 'inactive')):
+        assert rounds(start, [], active)['rollback'] == {
+            'steps': [{'host': None, 'state': 'restarted', 'reload': True}], 'drain': False, 'marker': True,
+            'marker_reason': 'rollback', 'marker_drain': False, 'reset_failed': True, 'canary': False}
 
 
 # --- host_refusals: what stops the host from running the instance, each naming its variable ---

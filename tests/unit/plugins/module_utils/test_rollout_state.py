@@ -161,16 +161,23 @@ def test_outcome_of_a_ready_instance_has_no_message():
 
 
 def test_outcome_of_a_failed_wait_says_why_and_what_followed():
-    rollback = after_rollback(True, 8.0)
-    # the waiter's result after the restore is the restored one's; the outcome is the failed configuration's
-    record = outcome('a.service', READY, CRASH, after_wait(False, False, True, True), rollback, PINS, True)
+    # the rollback round answered: the waiter's result is the restored one's (its elapsed), the outcome the failed one's
+    restored = dict(READY, elapsed=8.0)
+    record = outcome('a.service', restored, CRASH, after_wait(False, False, True, True), None, PINS, True)
     assert record['outcome'] == 'rolled_back' and record['rolled_back'] is True
     assert record['reason'] == 'scheduler_exception' and record['ready'] is False
     assert record['message'] == ('a.service is not ready (scheduler_exception): Scheduler hit an exception '
-                                 'Hint: install python3-dev AND python3.X-dev ' + rollback['note'])
+                                 'Hint: install python3-dev AND python3.X-dev ' + after_rollback(True, 8.0)['note'])
+    assert 'ready after 8.0 s' in record['message']
+    # the rollback round failed: its own reason and message (the restore's task result, or its wait's)
     failed_too = outcome('a.service', {}, CRASH, after_wait(False, False, True, True),
-                         after_rollback(False, None, 'timeout', 'no answer'), {}, False)
+                         {'reason': 'timeout', 'msg': 'no answer'}, {}, False)
     assert failed_too['outcome'] == 'rollback_failed' and 'Rolling back failed too (timeout: no answer)' in failed_too['message']
+    copy_failed = outcome('a.service', {}, CRASH, after_wait(False, False, True, True), {'msg': 'pip: no such version'})
+    assert 'Rolling back failed too (error: pip: no such version)' in copy_failed['message']
+    # no rollback round (the next step was not a rollback): a rollback failure passed anyway is not read
+    not_run = outcome('a.service', {}, CRASH, after_wait(False, False, True, False), {'reason': 'timeout'}, {}, False)
+    assert not_run['outcome'] == 'failed' and 'sglang_rollback is false' in not_run['message']
     nothing = outcome('a.service', {}, dict(CRASH, hint=''), after_wait(False, False, False, True), {}, {}, False)
     assert nothing['outcome'] == 'failed' and 'Hint' not in nothing['message']
     assert nothing['message'].endswith('No configuration of this unit was known to work before, so nothing was rolled back.')
