@@ -22,12 +22,14 @@ def sglang_plan(wants, observed, secrets=None):
     return plan_host(dict(wants or {}), dict(observed or {}), dict(secrets or {}))
 
 
-def sglang_decide(want, observed, unit, secret_digest=None, planned=None):
+def sglang_decide(want, observed, unit, secret_digest=None, planned=None, restart_forbidden=False):
     """Filter: one instance's want + the role's sglang_observe result + its unit (+ the wanted secrets' digest, + the
-    plan's {decision, observed}) -> {action, changes, restart, why, source, moved, verified, unit_known}."""
+    plan's {decision, observed}, + whether a restart is refused) -> {action, changes, restart, why, source, moved,
+    verified, unit_known, rounds, refusals}."""
     from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_plan import decide
     try:
-        return decide(dict(want or {}), dict(observed or {}), unit, secret_digest, dict(planned) if planned else None)
+        return decide(dict(want or {}), dict(observed or {}), unit, secret_digest, dict(planned) if planned else None,
+                      bool(restart_forbidden))
     except ValueError as exc:
         raise AnsibleFilterError(str(exc))
 

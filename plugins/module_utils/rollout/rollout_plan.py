@@ -297,7 +297,7 @@ def converged(before, after, want, moved):
     return bool(moved)
 
 
-def decide(want, observed, unit, secret_digest=None, planned=None):
+def decide(want, observed, unit, secret_digest=None, planned=None, restart_forbidden=False):
     """The one decision the server role applies for one instance, from its one observation of it.
 
     ``want``: the instance's entry of the plan's ``sglang_plan_desired`` (state, venv, python_headers, pins, files,
@@ -312,7 +312,10 @@ def decide(want, observed, unit, secret_digest=None, planned=None):
     ``verified`` (rollout_state.config_verified: the configuration the role writes, with the pins it
     installs, is the last known good one), ``unit_known`` (the unit exists on the host), ``rounds`` (rounds: what
     run.yml applies in the deploy round, with start_steps' systemd jobs that apply ``start``, and in the rollback
-    round) and ``refusals`` (host_refusals: why the host cannot run it as wanted).
+    round) and ``refusals`` (why the host cannot run it as wanted, host_refusals, after, with ``restart_forbidden``,
+    a restart the plan did not foresee: playbooks/deploy_k26.yml applies what its plan found to need no restart with
+    it, and a host that moved since so that it would now restart, stop or start is refused, not restarted outside the
+    canary and batches).
     """
     if unit not in ((observed or {}).get('instances') or {}):
         raise ValueError('decide: %s is not in the observation (observed.instances has %s)'
@@ -339,6 +342,11 @@ def decide(want, observed, unit, secret_digest=None, planned=None):
                     unit_known=bool(seen['service'].get('exists')),
                     rounds=rounds(decision.get('start', 'none'), steps, seen['service'].get('active_state')),
                     refusals=host_refusals(want, observed, unit))
+    if restart_forbidden and decision.get('start', 'none') != 'none':
+        decision['refusals'].insert(0, '%s would %s now (%s), but the rollout plan found it needs no restart: the host '
+                                       'changed since the plan (%s). Nothing was changed; run the playbook again to '
+                                       'plan it anew.' % (unit, decision['start'], decision.get('why'),
+                                                          ', '.join(decision['moved'])))
     return decision
 
 

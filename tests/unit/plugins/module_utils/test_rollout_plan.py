@@ -369,6 +369,33 @@ def test_decide_on_a_host_that_moved_decides_anew_naming_what_moved(change, name
     assert dict((key, decision[key]) for key in expected) == expected
 
 
+def test_a_restart_the_plan_did_not_foresee_is_the_first_refusal_naming_what_moved():
+    wants, state = two_instance_host(dirs={'/etc/sglang', '/var/lib/llmops-sglang/server/a'})
+    wants['a.service'] = dict(wants['a.service'], apt=['python3-dev'], users=[], groups=[])
+    planned = _planned(wants, state)
+    assert planned['decision']['action'] == 'none'
+    state['instances']['a.service'] = instance(service=dict(SERVICE))
+    state['venvs']['/opt/sglang/venv'] = dict(state['venvs']['/opt/sglang/venv'], python_version=None)
+    del state['venvs']['/opt/sglang/venv']['python_version']
+    unmoved = observe(state, [wants['a.service']])
+    # Not moved (a venv refusal only): the plan's decision, no restart, nothing refused for it.
+    decision = decide(wants['a.service'], unmoved, 'a.service', None, planned, restart_forbidden=True)
+    assert decision['source'] == 'plan' and decision['refusals'] == [
+        'sglang_venv=/opt/sglang/venv: its Python did not answer'], decision['refusals']
+    # Moved so that it would restart (a file changed on the host): refused first, before the venv's refusal.
+    state['instances']['a.service'] = instance(service=dict(SERVICE), files=dict(instance()['files'], env='e9'),
+                                               mtimes=[900.0, 1500.0])
+    moved = observe(state, [wants['a.service']])
+    decision = decide(wants['a.service'], moved, 'a.service', None, planned, restart_forbidden=True)
+    assert decision['refusals'] == [
+        'a.service would restart now (%s), but the rollout plan found it needs no restart: the host changed since '
+        'the plan (files, mtimes). Nothing was changed; run the playbook again to plan it anew.' % decision['why'],
+        'sglang_venv=/opt/sglang/venv: its Python did not answer']
+    # The same move without restart_forbidden (the role on its own, or a plan that foresaw a restart): only the venv.
+    assert decide(wants['a.service'], moved, 'a.service', None, planned)['refusals'] == [
+        'sglang_venv=/opt/sglang/venv: its Python did not answer']
+
+
 def test_decide_verified_is_the_configuration_the_role_writes_with_the_pins_it_installs():
     wants, state = two_instance_host()
     want = wants['a.service']
