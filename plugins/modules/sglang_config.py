@@ -13,8 +13,9 @@ short_description: Write an instance's configuration (directories, files, secret
 version_added: 0.1.0
 description:
   - The server role's configuration step in one module run instead of one per file or directory (issue 24). In this
-    order, the directories (C(/etc/sglang), the state directory and its parents, the root-only control directories,
-    the shim's directory), then the secrets file, then the files (the environment file, the shim, the unit last).
+    order, the server's arguments checked by SGLang's own parser (O(parse)), the directories (C(/etc/sglang), the
+    state directory and its parents, the root-only control directories, the shim's directory), then the secrets
+    file, then the files (the environment file, the shim, the unit last).
   - Every option is validated, and every path looked at, before anything is written. A refusal (a bad mode, a
     missing parent, a symlink where a directory or file belongs, a file in a directory another user can change, an
     owner the host does not have) fails the task naming the option, the path and what was expected, and nothing is
@@ -103,6 +104,51 @@ options:
         type: str
         choices: [present, absent]
         default: present
+  parse:
+    description:
+      - >-
+        The server's arguments, parsed with the venv's own SGLang parser before anything is looked at or written, also
+        in check mode (it builds the parser SGLang 0.5.23 builds, C(server_args.py:679-680), and parses, C(:696): no
+        GPU, no process, no port). The server role passes them when the unit changes, so that a value or flag SGLang
+        refuses fails here, while the old server keeps serving its configuration untouched, instead of in a crash
+        loop after the restart.
+      - >-
+        A refusal fails the task naming the role variable that holds the flag and SGLang's own words, and nothing is
+        written. An SGLang without C(sglang.srt.server_args) (older than the releases the role knows) cannot be asked:
+        a warning says so, and the files are written.
+    type: dict
+    suboptions:
+      python:
+        description: The venv's Python (the unit's launcher); run as root, so it must be one only root can change
+          (the server role's decision refuses a venv another user can change before this runs).
+        type: path
+        required: true
+      argv:
+        description: The arguments, as the unit passes them to SGLang.
+        type: list
+        elements: str
+        required: true
+      server_args:
+        description: The role's C(sglang_server_args), to name the key that holds a refused flag.
+        type: dict
+        default: {}
+      extra_args:
+        description: The role's C(sglang_extra_args), to name the item that holds a refused flag.
+        type: list
+        elements: raw
+        default: []
+      reserved:
+        description: The flags the role sets from its own variables, flag name to variable, to name that variable.
+        type: dict
+        default: {}
+      unit:
+        description: The instance's unit, named in the refusal.
+        type: str
+        required: true
+      version:
+        description: The SGLang version in the venv, named in the refusal.
+        type: str
+        default: ''
 attributes:
   check_mode:
     support: full
@@ -148,6 +194,18 @@ EXAMPLES = r"""
         content: "{{ lookup('ansible.builtin.template', 'sglang.service.j2') }}"
         mode: '0644'
   register: config
+
+- name: Write the unit only if SGLang's own parser accepts its arguments
+  llmops.sglang.sglang_config:
+    parse:
+      python: /opt/sglang/venv/bin/python
+      argv: [--model-path, /models/kimi-k2.6, --tp-size, '8', --reasoning-parser, kimi_k2]
+      server_args: {reasoning-parser: kimi_k2}
+      unit: sglang-k26.service
+    files:
+      - path: /etc/systemd/system/sglang-k26.service
+        content: "{{ lookup('ansible.builtin.template', 'sglang.service.j2') }}"
+        mode: '0644'
 
 - name: No secrets any more
   llmops.sglang.sglang_config:
@@ -196,6 +254,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.host.config_files im
 from ansible_collections.llmops.sglang.plugins.module_utils.host.file_adapters import (
     UnsafePath, account_id, lookup, peek_file, put_dir, put_file, remove_file,
 )
+from ansible_collections.llmops.sglang.plugins.module_utils.rollout.server_args import PARSE_SCRIPT, parse_verdict
 
 FILE = dict(path=dict(type='path', required=True), content=dict(type='str'), mode=dict(type='raw', required=True),
             state=dict(type='str', choices=['present', 'absent'], default='present'))
@@ -213,10 +272,23 @@ def main():
             # mode and 'present') wherever it appears in the result, the secret's path in `written` included
             secrets=dict(type='list', elements='dict', default=[], no_log=False,
                          options=dict(FILE, content=dict(type='str', no_log=True))),
+            parse=dict(type='dict', options=dict(
+                python=dict(type='path', required=True), argv=dict(type='list', elements='str', required=True),
+                server_args=dict(type='dict', default={}), extra_args=dict(type='list', elements='raw', default=[]),
+                reserved=dict(type='dict', default={}), unit=dict(type='str', required=True),
+                version=dict(type='str', default=''))),
         ),
         supports_check_mode=True,
     )
     done = {'changed': False, 'written': [], 'removed': [], 'directories': []}
+    parse = module.params['parse']
+    if parse:
+        rc, _out, err = module.run_command([parse['python'], '-c', PARSE_SCRIPT] + parse['argv'])
+        refusal, note = parse_verdict(rc, err, parse)
+        if refusal:
+            module.fail_json(msg=refusal, **done)
+        if note:
+            module.warn(note)
     try:
         spec = check_options(module.params['directories'], module.params['files'], module.params['secrets'])
         dir_paths, file_paths = wanted(spec)

@@ -258,6 +258,40 @@ def parser_refusal(stderr, server_args=None, extra_args=None, reserved=None):
     return {'error': error, 'variable': 'sglang_server_args / sglang_extra_args'}
 
 
+# Parses an argv with the installed SGLang's own parser and starts nothing: the parser prepare_server_args builds
+# (SGLang 0.5.23 server_args.py:679-680, prog "sglang serve"), then its parse_args (:696); exit 2 and argparse's
+# words on a refusal, 3 when SGLang cannot be imported. `python -c PARSE_SCRIPT ARGS...` (sglang_config's parse).
+PARSE_SCRIPT = """import argparse, sys
+try:
+    from sglang.srt.server_args import ServerArgs
+except ImportError as exc:
+    print('cannot check the arguments: sglang.srt.server_args does not import (%s)' % exc, file=sys.stderr)
+    sys.exit(3)
+parser = argparse.ArgumentParser(prog='sglang serve')
+ServerArgs.add_cli_args(parser)
+parser.parse_args(sys.argv[1:])
+"""
+PARSE_CANNOT_ASK = 3
+
+
+def parse_verdict(rc, stderr, parse):
+    """What SGLang's parser said of the role's argv (PARSE_SCRIPT's exit code and stderr): (refusal, note).
+
+    ``parse``: sglang_config's option (python, server_args, extra_args, reserved, unit, version). Exit 0: (None,
+    None). Exit 3 (an SGLang older than the releases the role knows, without sglang.srt.server_args): it cannot be
+    asked, (None, its words and that the server's own start will judge the arguments). Anything else: the refusal,
+    naming the role variable that holds the flag and SGLang's own words, and that nothing changed (None)."""
+    if rc == 0:
+        return None, None
+    lines = [line.strip() for line in (stderr or '').splitlines() if line.strip()]
+    if rc == PARSE_CANNOT_ASK:
+        return None, "%s; the server's own start will judge them" % (lines[-1] if lines else 'SGLang cannot be asked')
+    refusal = parser_refusal(stderr, parse.get('server_args'), parse.get('extra_args'), parse.get('reserved'))
+    version = (' ' + parse['version']) if parse.get('version') else ''
+    return ('%s: SGLang%s (%s) refuses the arguments: %s. Nothing was changed: %s keeps its running configuration.'
+            % (refusal['variable'], version, parse.get('python'), refusal['error'], parse.get('unit'))), None
+
+
 def systemd_quote(word):
     """Quote one argv word so that systemd's ExecStart= parser hands it to the program unchanged.
 

@@ -189,3 +189,38 @@ def test_bad_options_are_refused_naming_the_option_and_path(host):
     assert refused['msg'] == ('nothing written: files[1].mode=\'644x\': expected an octal mode such as "0644" '
                               '(path %s)' % paths['shim'])
     assert not paths['etc'].exists()
+
+
+def standin_python(tmp_path, importable=True):
+    """A Python whose `sglang` is the test stand-in's (its parser has SGLang 0.5.23's flags), or one with no SGLang."""
+    path = tmp_path / ('python' if importable else 'python-without-sglang')
+    path.write_text('#!/bin/sh\n%sexec %s "$@"\n' % (
+        'PYTHONPATH=%s ' % (ROOT / 'tests' / 'standin' / 'src') if importable else 'PYTHONPATH= ', sys.executable))
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_arguments_sglangs_parser_refuses_write_nothing_also_in_check_mode(host, tmp_path):
+    paths, args = host
+    parse = {'python': standin_python(tmp_path), 'unit': 'k26.service', 'version': '0.5.23',
+             'server_args': {'mem-fraction-static': '0.9 x'}, 'reserved': {'port': 'sglang_port'},
+             'argv': ['--model-path', '/models/k26', '--port', '30000', '--mem-fraction-static', '0.9 x']}
+    for check in (True, False):
+        result, printed = run(dict(args, parse=parse), check=check, fail=True)
+        assert result['msg'] == (
+            "sglang_server_args['mem-fraction-static']: SGLang 0.5.23 (%s) refuses the arguments: sglang serve: error: "
+            "argument --mem-fraction-static: invalid float value: '0.9 x'. Nothing was changed: k26.service keeps its "
+            "running configuration." % parse['python']), printed
+        assert (result['written'], result['directories']) == ([], [])
+        assert not paths['etc'].exists() and not paths['unit'].exists()
+    # Accepted: written as without the check (the same parser, a value it takes).
+    accepted = dict(parse, argv=parse['argv'][:-1] + ['0.9'], server_args={'mem-fraction-static': 0.9})
+    result, printed = run(dict(args, parse=accepted))
+    assert result['written'] == [str(paths[name]) for name in ('secrets', 'env', 'shim', 'unit')], printed
+    assert 'warnings' not in result and 'will judge them' not in printed, printed
+    # An SGLang whose parser cannot be imported cannot be asked: a warning, and the files are written.
+    args['files'][2]['content'] = '[Service]\nExecStart=/bin/false\n'
+    result, printed = run(dict(args, parse=dict(parse, python=standin_python(tmp_path, importable=False))), extra=['-v'])
+    assert result['written'] == [str(paths['unit'])], printed
+    assert ("sglang.srt.server_args does not import (No module named 'sglang'); the server's own start will judge them"
+            in printed), printed

@@ -17,6 +17,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.rollout.server_args 
     ServerArgsError,
     build_argv,
     normalize_flag,
+    parse_verdict,
     parser_refusal,
     systemd_exec_line,
     systemd_quote,
@@ -161,6 +162,27 @@ def test_parser_refusal_names_the_variable_and_keeps_sglangs_words(argv, server_
 def test_parser_refusal_without_an_argparse_line():
     refusal = parser_refusal('Traceback (most recent call last):\n  File "x"\nValueError: bad\n')
     assert refusal == {'error': 'ValueError: bad', 'variable': 'sglang_server_args / sglang_extra_args'}
+
+
+PARSE = {'python': '/opt/sglang/venv/bin/python', 'server_args': {'mem-fraction-static': '0.9 x'}, 'extra_args': [],
+         'reserved': {'port': 'sglang_port'}, 'unit': 'sglang-k26.service', 'version': '0.5.23'}
+
+
+def test_parse_verdict_accepts_refuses_naming_the_variable_or_cannot_ask():
+    assert parse_verdict(0, '', PARSE) == (None, None)
+    refusal, note = parse_verdict(2, argparse_stderr(['--mem-fraction-static', '0.9 x']), PARSE)
+    assert note is None
+    assert refusal == (
+        "sglang_server_args['mem-fraction-static']: SGLang 0.5.23 (/opt/sglang/venv/bin/python) refuses the arguments: "
+        "sglang serve: error: argument --mem-fraction-static: invalid float value: '0.9 x'. Nothing was changed: "
+        "sglang-k26.service keeps its running configuration.")
+    # Exit 3: PARSE_SCRIPT could not import SGLang's parser (an older release): said, not refused.
+    words = 'cannot check the arguments: sglang.srt.server_args does not import (No module named sglang)'
+    assert parse_verdict(3, words + '\n', PARSE) == (None, words + "; the server's own start will judge them")
+    # Any other exit (a crash of the Python itself) is a refusal, with its last words.
+    refusal, note = parse_verdict(1, 'Traceback (most recent call last):\nValueError: bad\n', dict(PARSE, version=''))
+    assert note is None and refusal.startswith('sglang_server_args / sglang_extra_args: SGLang (/opt/sglang/venv/bin/'
+                                               'python) refuses the arguments: ValueError: bad.'), refusal
 
 
 def test_secret_environment_names_each_flag_by_its_field():
