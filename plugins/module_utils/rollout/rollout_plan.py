@@ -312,10 +312,10 @@ def decide(want, observed, unit, secret_digest=None, planned=None, restart_forbi
     ``verified`` (rollout_state.config_verified: the configuration the role writes, with the pins it
     installs, is the last known good one), ``unit_known`` (the unit exists on the host), ``rounds`` (rounds: what
     run.yml applies in the deploy round, with start_steps' systemd jobs that apply ``start``, and in the rollback
-    round) and ``refusals`` (why the host cannot run it as wanted, host_refusals, after, with ``restart_forbidden``,
-    a restart the plan did not foresee: playbooks/deploy_k26.yml applies what its plan found to need no restart with
-    it, and a host that moved since so that it would now restart, stop or start is refused, not restarted outside the
-    canary and batches).
+    round) and ``refusals`` (what refuses the instance before anything changes: first, with ``restart_forbidden``, a
+    restart the plan did not foresee, since playbooks/deploy_k26.yml applies with it what its plan found to need no
+    restart and a host that moved since so that it would now restart, stop or start is refused rather than restarted
+    outside the canary and batches; then host_refusals, why the host cannot run it as wanted).
     """
     if unit not in ((observed or {}).get('instances') or {}):
         raise ValueError('decide: %s is not in the observation (observed.instances has %s)'
