@@ -194,6 +194,28 @@ def test_stop_refused_by_the_capacity_guard_changes_nothing(dfleet, inventory, c
         assert listing(router) == dict((url(h), True) for h in workers), router.name
 
 
+def test_a_group_whose_worker_the_capacity_guard_keeps_is_stopped_by_none_of_its_hosts(dfleet, inventory, cleanup):
+    """A multi-node group's stop: its rank 0's host drains the group's worker, and the guard refuses. Its rank 1's host,
+    which would stop every rank of the group by delegation, refuses too (stop.yml's "Refuse to stop a group whose
+    worker is still in the routers", which no test provoked before): the group keeps serving, in both routers."""
+    fleet = cleanup
+    workers, rank1, routers = roles(fleet)
+    rank0 = workers[2]
+    pids = dict((host.name, main_pid(fleet, host)) for host in (rank0, rank1))
+    assert '' not in pids.values() and '0' not in pids.values(), pids
+    result = play(fleet, inventory, 'playbooks/stop.yml', check_rc=False, k26_hosts=GROUP, k26_min_serving=3)
+    assert result.rc != 0, result
+    text = ' '.join(result.stdout.split())
+    # the drainer (rank 0's host) was refused by the guard, and rank 1's host said why it does not stop the group
+    assert 'refusing to take %s out of rotation' % url(rank0) in text, result
+    assert ('%s not stopped: its multi-node group\'s worker %s (rank 0, %s) was not taken out of the routers by %s'
+            % (UNIT, url(rank0), rank0.name, rank0.name)) in text, result
+    assert re.search(r'fatal: \[%s\]' % re.escape(rank1.name), result.stdout), result
+    assert dict((host.name, main_pid(fleet, host)) for host in (rank0, rank1)) == pids
+    for router in routers:
+        assert listing(router) == dict((url(h), True) for h in workers), router.name
+
+
 def journal_stop_time(fleet, host, since):
     """The journal's time (epoch seconds) at which the unit on host began to end since `since`: systemd's 'Stopping
     UNIT' line, or, on a multi-node rank >= 1 (it ends by itself once rank 0 stopped), its deactivation."""
