@@ -77,13 +77,15 @@ test: setup ## everything CI runs: the static checks and the fleet integration g
 # it waited 35 min for 1 CPU min). So it runs from the start at the fleets' priority, beside the other checks, which
 # are CPU work (lint, units, conformance, sanity: 8 CPU min) and stay niced so the fleet tests' deadlines are not
 # starved; they take the CPU the fleets leave, and the whole of it once the fleets end.
+# Their sub-makes start with an empty MAKEFLAGS: each sets its own job count (two beside each other here, one at a time
+# in checks), which under a parent's jobserver GNU make does anyway, with a warning ("-j2 forced in submake").
 static: setup ## tests/local beside the other checks (lint, changelog, rules, units, conformance, build, packaging, sanity)
 	TIMEFORMAT='make static: %0R s wall, %0U s user + %0S s system CPU'; \
-	  time $(MAKE) --no-print-directory -j2 --output-sync=recurse local checks
+	  time MAKEFLAGS= $(MAKE) --no-print-directory -j2 --output-sync=recurse local checks
 
 checks: setup ## the static checks but tests/local, niced, in this order: lint, changelog, rules, units, conformance, build, packaging, sanity
 	TIMEFORMAT='make checks: %0R s wall, %0U s user + %0S s system CPU'; \
-	  time nice -n 10 $(MAKE) --no-print-directory -j1 lint changelog-lint rules units conformance build packaging sanity
+	  time MAKEFLAGS= nice -n 10 $(MAKE) --no-print-directory -j1 lint changelog-lint rules units conformance build packaging sanity
 
 lint: setup ## ansible-lint, production profile (.config/ansible-lint.yml)
 	PATH=$(VENV)/bin:$$PATH ansible-lint --offline
