@@ -216,6 +216,47 @@ def test_a_group_whose_worker_the_capacity_guard_keeps_is_stopped_by_none_of_its
         assert listing(router) == dict((url(h), True) for h in workers), router.name
 
 
+# The server role in a play of one's own, without deploy_k26.yml's rescue: a host that fails leaves the play's batch.
+STANDALONE_STOP = """
+- name: Stop the multi-node group with the server role in a play of its own
+  hosts: %s
+  gather_facts: false
+  tasks:
+    - name: Stop the instance, drained from the routers first
+      ansible.builtin.include_role:
+        name: llmops.sglang.server
+      vars:
+        sglang_service_name: %s
+        sglang_port: 30001
+        sglang_state: stopped
+        sglang_router_hosts: "{{ groups['k26_routers'] }}"
+        sglang_router_fleet_workers: %s
+"""
+
+
+def test_a_group_whose_drainer_fails_in_a_play_without_a_rescue_is_not_stopped_by_its_next_host(dfleet, inventory,
+                                                                                               cleanup, tmp_path):
+    """The same refusal with the role in a play of one's own: the failed drainer (rank 0's host) leaves the play's
+    batch, and its rank 1's host must not take over as the drainer and stop every rank of a group still in the
+    routers (stop.yml chooses the drainer among the play's hosts, not the active batch)."""
+    fleet = cleanup
+    workers, rank1, routers = roles(fleet)
+    rank0 = workers[2]
+    pids = dict((host.name, main_pid(fleet, host)) for host in (rank0, rank1))
+    assert '' not in pids.values() and '0' not in pids.values(), pids
+    playbook = tmp_path / 'stop_group.yml'
+    playbook.write_text(STANDALONE_STOP % (GROUP, UNIT[:-len('.service')], json.dumps([url(h) for h in workers])))
+    result = play(fleet, inventory, str(playbook), check_rc=False, k26_min_serving=3)
+    assert result.rc != 0, result
+    text = ' '.join(result.stdout.split())
+    assert 'refusing to take %s out of rotation' % url(rank0) in text, result
+    assert ('%s not stopped: its multi-node group\'s worker %s (rank 0, %s) was not taken out of the routers by %s'
+            % (UNIT, url(rank0), rank0.name, rank0.name)) in text, result
+    assert dict((host.name, main_pid(fleet, host)) for host in (rank0, rank1)) == pids
+    for router in routers:
+        assert listing(router) == dict((url(h), True) for h in workers), router.name
+
+
 def journal_stop_time(fleet, host, since):
     """The journal's time (epoch seconds) at which the unit on host began to end since `since`: systemd's 'Stopping
     UNIT' line, or, on a multi-node rank >= 1 (it ends by itself once rank 0 stopped), its deactivation."""
