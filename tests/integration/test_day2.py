@@ -234,8 +234,8 @@ STANDALONE_STOP = """
 """
 
 
-def test_a_group_whose_drainer_fails_in_a_play_without_a_rescue_is_not_stopped_by_its_next_host(dfleet, inventory,
-                                                                                               cleanup, tmp_path):
+def test_a_group_whose_drainer_fails_in_a_play_without_a_rescue_is_not_stopped_by_its_next_host(
+        dfleet, inventory, cleanup, tmp_path):
     """The same refusal with the role in a play of one's own: the failed drainer (rank 0's host) leaves the play's
     batch, and its rank 1's host must not take over as the drainer and stop every rank of a group still in the
     routers (stop.yml chooses the drainer among the play's hosts, not the active batch)."""
