@@ -198,12 +198,19 @@ def test_a_group_whose_worker_the_capacity_guard_keeps_is_stopped_by_none_of_its
     """A multi-node group's stop: its rank 0's host drains the group's worker, and the guard refuses. Its rank 1's host,
     which would stop every rank of the group by delegation, refuses too (stop.yml's "Refuse to stop a group whose
     worker is still in the routers", which no test provoked before): the group keeps serving, in both routers."""
-    fleet = cleanup
+    assert_group_stop_refused(cleanup, lambda: play(cleanup, inventory, 'playbooks/stop.yml', check_rc=False,
+                                                    k26_hosts=GROUP, k26_min_serving=3))
+
+
+def assert_group_stop_refused(fleet, stop):
+    """Runs stop() (a stop of the group with k26_min_serving=3) and checks that the guard refused rank 0's host, that
+    rank 1's host failed saying why it does not stop the group, and that neither rank's server nor either router's
+    listing changed (the group's main PIDs, asserted running before)."""
     workers, rank1, routers = roles(fleet)
     rank0 = workers[2]
     pids = dict((host.name, main_pid(fleet, host)) for host in (rank0, rank1))
     assert '' not in pids.values() and '0' not in pids.values(), pids
-    result = play(fleet, inventory, 'playbooks/stop.yml', check_rc=False, k26_hosts=GROUP, k26_min_serving=3)
+    result = stop()
     assert result.rc != 0, result
     text = ' '.join(result.stdout.split())
     # the drainer (rank 0's host) was refused by the guard, and rank 1's host said why it does not stop the group
@@ -239,22 +246,10 @@ def test_a_group_whose_drainer_fails_in_a_play_without_a_rescue_is_not_stopped_b
     """The same refusal with the role in a play of one's own: the failed drainer (rank 0's host) leaves the play's
     batch, and its rank 1's host must not take over as the drainer and stop every rank of a group still in the
     routers (stop.yml chooses the drainer among the play's hosts, not the active batch)."""
-    fleet = cleanup
-    workers, rank1, routers = roles(fleet)
-    rank0 = workers[2]
-    pids = dict((host.name, main_pid(fleet, host)) for host in (rank0, rank1))
-    assert '' not in pids.values() and '0' not in pids.values(), pids
+    workers = roles(cleanup)[0]
     playbook = tmp_path / 'stop_group.yml'
     playbook.write_text(STANDALONE_STOP % (GROUP, UNIT[:-len('.service')], json.dumps([url(h) for h in workers])))
-    result = play(fleet, inventory, str(playbook), check_rc=False, k26_min_serving=3)
-    assert result.rc != 0, result
-    text = ' '.join(result.stdout.split())
-    assert 'refusing to take %s out of rotation' % url(rank0) in text, result
-    assert ('%s not stopped: its multi-node group\'s worker %s (rank 0, %s) was not taken out of the routers by %s'
-            % (UNIT, url(rank0), rank0.name, rank0.name)) in text, result
-    assert dict((host.name, main_pid(fleet, host)) for host in (rank0, rank1)) == pids
-    for router in routers:
-        assert listing(router) == dict((url(h), True) for h in workers), router.name
+    assert_group_stop_refused(cleanup, lambda: play(cleanup, inventory, str(playbook), check_rc=False, k26_min_serving=3))
 
 
 def journal_stop_time(fleet, host, since):

@@ -261,17 +261,17 @@ def parser_refusal(stderr, server_args=None, extra_args=None, reserved=None):
 # Parses an argv with the installed SGLang's own parser and starts nothing: the parser prepare_server_args builds
 # (SGLang 0.5.23 server_args.py:679-680, prog "sglang serve"), then its parse_args (:696); exit 2 and argparse's
 # words on a refusal, 3 when SGLang cannot be imported. `python -c PARSE_SCRIPT ARGS...` (sglang_config's parse).
+PARSE_CANNOT_ASK = 3
 PARSE_SCRIPT = """import argparse, sys
 try:
     from sglang.srt.server_args import ServerArgs
 except ImportError as exc:
-    print('cannot check the arguments: sglang.srt.server_args does not import (%s)' % exc, file=sys.stderr)
-    sys.exit(3)
+    print('cannot check the arguments: sglang.srt.server_args does not import (%%s)' %% exc, file=sys.stderr)
+    sys.exit(%d)
 parser = argparse.ArgumentParser(prog='sglang serve')
 ServerArgs.add_cli_args(parser)
 parser.parse_args(sys.argv[1:])
-"""
-PARSE_CANNOT_ASK = 3
+""" % PARSE_CANNOT_ASK
 
 
 def parse_verdict(rc, stderr, parse):
