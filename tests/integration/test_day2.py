@@ -198,25 +198,31 @@ def test_a_group_whose_worker_the_capacity_guard_keeps_is_stopped_by_none_of_its
     """A multi-node group's stop: its rank 0's host drains the group's worker, and the guard refuses. Its rank 1's host,
     which would stop every rank of the group by delegation, refuses too (stop.yml's "Refuse to stop a group whose
     worker is still in the routers", which no test provoked before): the group keeps serving, in both routers."""
-    assert_group_stop_refused(cleanup, lambda: play(cleanup, inventory, 'playbooks/stop.yml', check_rc=False,
-                                                    k26_hosts=GROUP, k26_min_serving=3))
+    assert_group_refused(cleanup, lambda: play(cleanup, inventory, 'playbooks/stop.yml', check_rc=False,
+                                               k26_hosts=GROUP, k26_min_serving=3), STOP_REFUSAL)
 
 
-def assert_group_stop_refused(fleet, stop):
-    """Runs stop() (a stop of the group with k26_min_serving=3) and checks that the guard refused rank 0's host, that
-    rank 1's host failed saying why it does not stop the group, and that neither rank's server nor either router's
-    listing changed (the group's main PIDs, asserted running before)."""
+# rank 1's host's refusal of a group's stop, with the group's rank 0 URL and host, and the drainer (rank 0's host)
+STOP_REFUSAL = '%s not stopped: its multi-node group\'s worker %s (rank 0, %s) was not taken out of the routers by %s'
+
+
+def assert_group_refused(fleet, run, refusal):
+    """Runs run() (a stop or a restart of the group with k26_min_serving=3) and checks that the guard refused rank 0's
+    host, that rank 1's host failed saying why it does not stop the group (``refusal`` % (unit, rank 0's URL, rank 0's
+    host, the drainer)), and that neither rank's server nor either router's listing changed (the group's main PIDs,
+    asserted running before)."""
     workers, rank1, routers = roles(fleet)
     rank0 = workers[2]
     pids = dict((host.name, main_pid(fleet, host)) for host in (rank0, rank1))
     assert '' not in pids.values() and '0' not in pids.values(), pids
-    result = stop()
+    for router in routers:
+        assert listing(router) == dict((url(h), True) for h in workers), router.name
+    result = run()
     assert result.rc != 0, result
     text = ' '.join(result.stdout.split())
     # the drainer (rank 0's host) was refused by the guard, and rank 1's host said why it does not stop the group
     assert 'refusing to take %s out of rotation' % url(rank0) in text, result
-    assert ('%s not stopped: its multi-node group\'s worker %s (rank 0, %s) was not taken out of the routers by %s'
-            % (UNIT, url(rank0), rank0.name, rank0.name)) in text, result
+    assert (refusal % (UNIT, url(rank0), rank0.name, rank0.name)) in text, result
     assert re.search(r'fatal: \[%s\]' % re.escape(rank1.name), result.stdout), result
     assert dict((host.name, main_pid(fleet, host)) for host in (rank0, rank1)) == pids
     for router in routers:
@@ -249,7 +255,8 @@ def test_a_group_whose_drainer_fails_in_a_play_without_a_rescue_is_not_stopped_b
     workers = roles(cleanup)[0]
     playbook = tmp_path / 'stop_group.yml'
     playbook.write_text(STANDALONE_STOP % (GROUP, UNIT[:-len('.service')], json.dumps([url(h) for h in workers])))
-    assert_group_stop_refused(cleanup, lambda: play(cleanup, inventory, str(playbook), check_rc=False, k26_min_serving=3))
+    assert_group_refused(cleanup, lambda: play(cleanup, inventory, str(playbook), check_rc=False, k26_min_serving=3),
+                         STOP_REFUSAL)
 
 
 def journal_stop_time(fleet, host, since):
@@ -362,3 +369,35 @@ def test_restart_starts_and_admits_the_stopped_workers_without_deploying_the_rou
     row = report_cells(result, [single.name, rank1.name])[single.name]
     assert row.startswith('%s %s ready ' % (single.name, UNIT)), row
     assert '%s: in, %s: in' % (routers[0].name, routers[1].name) in row, row
+
+
+# rank 1's host's refusal of a group's restart (run.yml), with the same four values as STOP_REFUSAL
+RESTART_REFUSAL = ('%s not restarted: its multi-node group\'s worker %s (rank 0, %s) was not taken out of the routers '
+                   'by %s')
+# A change of the group's configuration (its environment file): the plan restarts both ranks.
+CHANGED_ENV = dict(TEST_ENV, DAY2_GROUP_CHANGE='1')
+
+
+def test_a_group_whose_worker_the_capacity_guard_keeps_is_restarted_by_none_of_its_hosts(dfleet, inventory, cleanup):
+    """A change of the multi-node group's configuration behind routers, as deploy_k26.yml rolls it: its rank 0's host
+    drains the group's worker, and the guard refuses. Its rank 1's host, whose restart stops every rank of the group by
+    delegation, rank 0 first, must not restart the group while both routers list rank 0 (run.yml's "Refuse to restart
+    a group whose worker is still in the routers"): the group keeps serving, in both routers. The last tests of the
+    file: the group's files stay changed on disk, and nothing after them reads them."""
+    assert_group_refused(cleanup, lambda: play(cleanup, inventory, 'playbooks/deploy_k26.yml', check_rc=False,
+                                               k26_hosts=GROUP, k26_min_serving=3, sglang_env=CHANGED_ENV),
+                         RESTART_REFUSAL)
+
+
+def test_a_group_whose_drainer_fails_in_a_play_without_a_rescue_is_not_restarted_by_its_next_host(
+        dfleet, inventory, cleanup, tmp_path):
+    """The same refusal with the role in a play of one's own (no plan, no rescue): the failed rank 0's host leaves
+    the play's batch, and its rank 1's host must not restart every rank of a group still in the routers."""
+    workers = roles(cleanup)[0]
+    playbook = tmp_path / 'restart_group.yml'
+    playbook.write_text(STANDALONE_STOP.replace('sglang_state: stopped', 'sglang_state: started')
+                        .replace('Stop the', 'Restart the') % (GROUP, UNIT[:-len('.service')],
+                                                               json.dumps([url(h) for h in workers])))
+    assert_group_refused(cleanup, lambda: play(cleanup, inventory, str(playbook), check_rc=False, k26_min_serving=3,
+                                               sglang_env=dict(CHANGED_ENV, DAY2_GROUP_CHANGE='2')),
+                         RESTART_REFUSAL)

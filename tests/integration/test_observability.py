@@ -161,16 +161,17 @@ def test_prometheus_sees_deploys_failures_and_alerts(fleet, observed):
     assert len(good_checksum) == 12, info
     time_to_ready = prom.value('sglang_deploy_time_to_ready_seconds{unit="%s.service"}' % UNIT)
     assert time_to_ready > 0
-    phases = dict((r['metric']['phase'], float(r['value'][1])) for r in prom.query('sglang_deploy_phase_seconds'))
+    phases = dict((r['metric']['phase'], float(r['value'][1])) for r in prom.query('sglang_deploy_phase_seconds{unit="%s.service"}' % UNIT))
     assert {'init', 'weights', 'kv_cache', 'cuda_graph'} <= set(phases), phases
-    assert prom.value('sglang_deploy_rolled_back') == 0 and prom.value('sglang_deploy_config_changed') == 1
+    assert prom.value('sglang_deploy_rolled_back{unit="%s.service"}' % UNIT) == 0
+    assert prom.value('sglang_deploy_config_changed{unit="%s.service"}' % UNIT) == 1
     assert prom.value('sglang_deploy_gpus') == 8 and prom.value('sglang_deploy_gpu_memory_used_bytes') > 0
     # SGLang's own metrics move with requests
     requests_before = prom.value('sum(sglang:num_requests_total{unit="%s.service"})' % UNIT)
     for _request in range(3):
         completion(fleet, target, PORT, api_key=KEY)
     prom.until('3 more requests', lambda: prom.value('sum(sglang:num_requests_total)') >= requests_before + 3)
-    (tokens,) = prom.query('sglang:max_total_num_tokens')
+    (tokens,) = prom.query('sglang:max_total_num_tokens{unit="%s.service"}' % UNIT)
     assert tokens['metric']['model_name'] == 'kimi-k2.6' and float(tokens['value'][1]) > 0
     # a re-run with nothing to do keeps the metrics file as it is
     rerun = deploy(fleet, target)
@@ -187,13 +188,13 @@ def test_prometheus_sees_deploys_failures_and_alerts(fleet, observed):
     marked = prom.get('/api/v1/query_range', query='sglang_deploy_in_progress{unit="%s.service"}' % UNIT,
                       start='%.3f' % failed_from, end='%.3f' % time.time(), step='1s')['result']
     assert {'restart', 'rollback'} <= set(r['metric']['reason'] for r in marked), marked
-    prom.until('the marker gone with the verdict', lambda: not prom.query('sglang_deploy_in_progress'))
+    prom.until('the marker gone with the verdict', lambda: not prom.query('sglang_deploy_in_progress{unit="%s.service"}' % UNIT))
     prom.until_value('sglang_deploy_ready{unit="%s.service"}' % UNIT, 0)
     prom.until_value('sglang_deploy_rolled_back{unit="%s.service"}' % UNIT, 1)
     (info,) = prom.query('sglang_deploy_info{unit="%s.service"}' % UNIT)
     assert info['metric']['reason'] in ('crash_loop', 'unit_failed'), info
     assert info['metric']['config_checksum'] not in (good_checksum, 'unknown'), info  # the failed configuration's
-    assert 'cuda_graph' in [r['metric']['phase'] for r in prom.query('sglang_deploy_phase_seconds')]
+    assert 'cuda_graph' in [r['metric']['phase'] for r in prom.query('sglang_deploy_phase_seconds{unit="%s.service"}' % UNIT)]
     # time to ready stays that of the last deploy that became ready
     assert prom.value('sglang_deploy_time_to_ready_seconds') == time_to_ready
     # the rolled-back server answers again
@@ -229,7 +230,7 @@ def test_prometheus_sees_deploys_failures_and_alerts(fleet, observed):
     fleet.run(target, ['systemctl', 'start', 'prometheus-node-exporter'], check=True)
     prom.until('node target up', lambda: prom.query('up{job="node"} == 1'))
     # restarts during the deploy come from the waiter (crash_loop counts one); unit_failed may have none
-    if prom.query('sglang_deploy_restarts > 0') or info['metric']['reason'] == 'crash_loop':
+    if prom.query('sglang_deploy_restarts{unit="%s.service"} > 0' % UNIT) or info['metric']['reason'] == 'crash_loop':
         evaluate_alerts()
     else:
         seen.add('SGLangRestartedDuringDeploy (no restart during the failed wait)')
