@@ -148,3 +148,32 @@ def test_a_canary_failure_on_rank_0_rolls_the_whole_group_back(fleet, group):
         assert fleet.run(host, 'systemctl is-active %s' % UNIT).stdout.strip() == 'active', host.name
     # the restored group serves: rank 0 answers (its wait, and rank 1's across the network, already proved it)
     fleet.run(rank0, MODELS, check=True)
+
+
+def test_a_group_whose_rank_0_host_refuses_is_not_restarted_by_its_rank_1_host(fleet, group):
+    """Every host of a group runs the group's restart, reaching rank 0 by delegation. When rank 0's host refuses before
+    anything changes (here its model directory lost config.json: "Nothing was changed"), rank 1's host must not restart
+    the group anyway: that would stop rank 0 and start it again on its old files and its broken checkpoint, beside a
+    rank 1 on the new ones (run.yml's "Refuse to restart a group whose rank 0 is not ready for it")."""
+    (rank0, rank1), inventory = group
+    assert deploy(fleet, inventory).rc == 0
+    show = 'systemctl show -p InvocationID -p ActiveState %s.service' % UNIT
+    before = dict((host.name, fleet.run(host, show, check=True).stdout) for host in (rank0, rank1))
+    assert all('ActiveState=active' in state for state in before.values()), before
+    fleet.run(rank0, 'mv %s/config.json %s/config.json.away' % (MODEL, MODEL), check=True)
+    try:
+        changed = {'SGLANG_STANDIN_PACE': '0.01', 'SGLANG_STANDIN_FAULT_FILE': FAULT_FILE,
+                   'SGLANG_STANDIN_STATE_DIR': '/var/lib/sglang/' + UNIT, 'MULTINODE_CHANGE': '1'}
+        result = deploy(fleet, inventory, sglang_env=changed)
+    finally:
+        fleet.run(rank0, 'mv %s/config.json.away %s/config.json' % (MODEL, MODEL), check=True)
+    assert result.rc != 0, result
+    out = ' '.join(result.stdout.split())
+    # rank 0's host refused what it cannot run, and rank 1's host said why it does not restart the group
+    assert 'sglang_model_path=%s: config.json is missing' % MODEL in out, result
+    assert ('%s.service not restarted: its multi-node group\'s rank 0 (%s) did not get as far as its restart in this run '
+            '(see its error); the group keeps running.' % (UNIT, rank0.name)) in out, result
+    assert 'fatal: [%s]' % rank1.name in result.stdout, result
+    # rank 1's new files are on disk (the change reached it), and neither rank was stopped or started
+    assert 'MULTINODE_CHANGE' in env_file(fleet, rank1)
+    assert dict((host.name, fleet.run(host, show, check=True).stdout) for host in (rank0, rank1)) == before
