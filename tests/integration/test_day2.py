@@ -14,7 +14,10 @@ In order, each test building on the one before:
   routers' listings polled against the units' journals), no request fails, the report shows the single one OUT, and
   neither router was installed, restarted or changed (unit InvocationID, ActiveEnterTimestamp, files);
 - restart.yml of those hosts: a bad k26_deploy_routers refused before anything changes; then both workers started
-  again and admitted to both routers by the drain-aware path, still without deploying the routers.
+  again and admitted to both routers by the drain-aware path, still without deploying the routers;
+- a change of the multi-node group's configuration that the capacity guard refuses on rank 0's host (through
+  deploy_k26.yml, then the role in a play of its own): rank 1's host, whose restart reaches every rank, refuses too,
+  and neither rank restarts while both routers list the worker.
 """
 
 from __future__ import absolute_import, division, print_function
