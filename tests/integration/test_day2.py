@@ -211,7 +211,7 @@ STOP_REFUSAL = '%s not stopped: its multi-node group\'s worker %s (rank 0, %s) w
 
 def assert_group_refused(fleet, run, refusal):
     """Runs run() (a stop or a restart of the group with k26_min_serving=3) and checks that the guard refused rank 0's
-    host, that rank 1's host failed saying why it does not stop the group (``refusal`` % (unit, rank 0's URL, rank 0's
+    host, that rank 1's host failed saying why it leaves the group alone (``refusal`` % (unit, rank 0's URL, rank 0's
     host, the drainer)), and that neither rank's server nor either router's listing changed (the group's main PIDs,
     asserted running before)."""
     workers, rank1, routers = roles(fleet)
@@ -223,7 +223,8 @@ def assert_group_refused(fleet, run, refusal):
     result = run()
     assert result.rc != 0, result
     text = ' '.join(result.stdout.split())
-    # the drainer (rank 0's host) was refused by the guard, and rank 1's host said why it does not stop the group
+    # the drainer (rank 0's host) was refused by the guard, and rank 1's host said why it does not stop or restart
+    # the group
     assert 'refusing to take %s out of rotation' % url(rank0) in text, result
     assert (refusal % (UNIT, url(rank0), rank0.name, rank0.name)) in text, result
     assert re.search(r'fatal: \[%s\]' % re.escape(rank1.name), result.stdout), result
@@ -385,7 +386,7 @@ def test_a_group_whose_worker_the_capacity_guard_keeps_is_restarted_by_none_of_i
     """A change of the multi-node group's configuration behind routers, as deploy_k26.yml rolls it: its rank 0's host
     drains the group's worker, and the guard refuses. Its rank 1's host, whose restart stops every rank of the group by
     delegation, rank 0 first, must not restart the group while both routers list rank 0 (run.yml's "Refuse to restart
-    a group whose worker is still in the routers"): the group keeps serving, in both routers. The last tests of the
+    a group whose rank 0 is not ready for it"): the group keeps serving, in both routers. The last tests of the
     file: the group's files stay changed on disk, and nothing after them reads them."""
     assert_group_refused(cleanup, lambda: play(cleanup, inventory, 'playbooks/deploy_k26.yml', check_rc=False,
                                                k26_hosts=GROUP, k26_min_serving=3, sglang_env=CHANGED_ENV),
