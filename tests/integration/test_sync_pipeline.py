@@ -332,16 +332,20 @@ def test_an_interrupted_run_resumes_on_every_host_from_its_bytes(fleet, hosts, c
     try:
         deadline = time.monotonic() + 120
         while True:
-            # cut when the last host has a third of it and the head is inside a shard (its Range resume is seen)
-            head = staged(fleet, chain[0])
-            inside = [n for n in safetensors_names(manifest)
-                      if 128 * 1024 <= head.get(n, 0) <= manifest[n]['size'] - 640 * 1024]
-            if inside and sum(staged(fleet, chain[-1]).values()) >= total // 3:
-                break
+            # cut when the last host has a third of it and the head is inside a shard (its Range resume is seen). The
+            # head is read last, just before its kill, and must be at least 1 MiB (2 s at RATE) from its shard's end:
+            # in a loaded make test 640 KiB (1.25 s) was once not enough, the head finished its shard before the
+            # kill reached it and no host had a partial file.
+            if sum(staged(fleet, chain[-1]).values()) >= total // 3:
+                head = staged(fleet, chain[0])
+                if any(128 * 1024 <= head.get(n, 0) <= manifest[n]['size'] - 1024 * 1024
+                       for n in safetensors_names(manifest)):
+                    break
             assert time.monotonic() < deadline, 'the last host never got a third of the checkpoint'
             time.sleep(0.2)
         # the run cut on every host at once: each host's module (the python3 Ansible's pipelining started: its
-        # parent is `sh -c '/usr/bin/python3 && sleep 0'`) and its children (the ssh it reads with), by pid
+        # parent is `sh -c '/usr/bin/python3 && sleep 0'`) and its children (the ssh it reads with), by pid; the
+        # head first (chain's order)
         killed = dict((h.name, fleet.run(h, KILL_RUN, check=True).stdout.split()) for h in chain)
         assert all(killed.values()), killed
     finally:
