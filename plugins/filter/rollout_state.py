@@ -31,11 +31,11 @@ def sglang_group_verdict(own, rank0_failure=None, rank0_host=''):
 
 
 def sglang_outcome(wait_result, unit, failure=None, next_step=None, rollback_failure=None, packages=None,
-                   config_changed=False, canary=None):
+                   config_changed=False, canary=None, stopped=None):
     """Filter: the waiter's result + what followed it -> the instance's outcome (with ``outcome`` and ``message``,
-    and ``canary`` when a canary analysis ran)."""
+    and ``canary`` when a canary analysis ran); with ``stopped``, the outcome of a run that ended before the verdict."""
     from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_state import outcome
-    return outcome(unit, wait_result, failure, next_step, rollback_failure, packages, config_changed, canary)
+    return outcome(unit, wait_result, failure, next_step, rollback_failure, packages, config_changed, canary, stopped)
 
 
 class FilterModule(object):

@@ -14,6 +14,9 @@ COLUMNS = ('host', 'instance', 'state', 'time to ready', 'phases (s since start-
            'GPU memory', 'health (GPUs; checkpoint)')
 # Behind routers only: per worker, whether each router has it in rotation.
 ROTATION_COLUMN = 'routers (in rotation)'
+# The state of an instance whose role run stopped before the waiter's verdict, by its outcome's reason
+# (module_utils/rollout/rollout_state.py stopped_outcome; step_failed names its step).
+STOPPED_STATES = {'refused': 'refused before any change', 'preflight': 'refused by preflight'}
 
 
 def _timeline(phases):
@@ -84,8 +87,11 @@ def _health(summary):
 def report_rows(host, deployments, info=None, health=None):
     """Rows for one host from the server role's ``sglang_deployments`` fact and/or an sglang_info result.
 
-    ``health``: the role's ``sglang_preflight`` fact (unit -> preflight.health_summary()); an instance the preflight refused
-    has no deployment and is reported as refused, with what the gates found.
+    A deployment's state is ``ready``, the waiter's reason (with `` (rolled back)``), or for a role run that stopped
+    before any verdict (rollout_state.stopped_outcome) ``refused before any change``, ``refused by preflight`` or
+    ``failed at "STEP"``. ``health``: the role's ``sglang_preflight`` fact (unit -> preflight.health_summary()); an
+    instance with a preflight and no deployment (a run of the preflight alone: --tags sglang_preflight) is reported
+    as its gates found it.
     """
     rows = []
     info = info or {}
@@ -96,6 +102,10 @@ def report_rows(host, deployments, info=None, health=None):
     for unit, dep in sorted((deployments or {}).items()):
         seen.add(unit)
         state = 'ready' if dep.get('ready') else (dep.get('reason') or dep.get('state') or 'not ready')
+        if dep.get('outcome') == 'refused':
+            state = STOPPED_STATES.get(dep.get('reason'), 'refused')
+        elif dep.get('reason') == 'step_failed':
+            state = 'failed at "%s"' % (dep.get('step') or '?')
         if dep.get('rolled_back'):
             state += ' (rolled back)'
         rows.append([host, unit, state, _time_to_ready(dep) if dep.get('ready') else '-',

@@ -14,8 +14,9 @@ environment, secrets, package pins). The role compares the configuration it leav
   the verified one when an unverified one does not answer, or fail;
 - ``after_rollback``: report what the single restore achieved (the rollback round: the restore, then the same restart
   and wait as the first round);
-- ``outcome``: the instance's outcome, made once from the wait's verdict and what followed it: the record the fleet
-  report, the deployment metrics and the host's failure all read.
+- ``outcome``: the instance's outcome, made once from the wait's verdict and what followed it, or from the step that
+  stopped the role run before any verdict (a refusal, a gate, a task that failed): the record the fleet report, the
+  deployment metrics and the host's failure all read.
 
 A run killed at any point therefore leaves a state the next run finishes: an unverified configuration is waited for
 and kept if it answers, replaced by the last good one (once per run) if it does not.
@@ -152,11 +153,15 @@ def canary_summary(result):
 
 
 def outcome(unit, wait_result, failure, next_step=None, rollback_failure=None, packages=None, config_changed=False,
-            canary=None):
+            canary=None, stopped=None):
     """The instance's outcome, made in this one place: the waiter's result (``failure``'s when the wait failed) plus
-    ``packages``, ``rolled_back``, ``changed_config``, ``outcome`` (ready, failed, rolled_back, rollback_failed) and
-    ``message`` (None when ready: the text the host fails with, the waiter's reason, message and hint, then what the
+    ``packages``, ``rolled_back``, ``changed_config``, ``outcome`` (ready, failed, rolled_back, rollback_failed, refused)
+    and ``message`` (None when ready: the text the host fails with, the waiter's reason, message and hint, then what the
     rollout did about it).
+
+    ``stopped``: the role run ended before any verdict, {step: the task that failed, msg: its message, refusals: the
+    decision's refusals, gates_ok: the GPU and checkpoint gates' verdict (None: not judged)}; the outcome is then
+    stopped_outcome()'s and the other arguments but ``packages`` are not read.
 
     ``next_step``: after_wait()'s result. When its action is ``rollback`` the rollback round ran (the role includes it
     on exactly that action): ``rollback_failure`` is that round's own failure (its restore's or its wait's, a task
@@ -164,6 +169,8 @@ def outcome(unit, wait_result, failure, next_step=None, rollback_failure=None, p
     restored configuration's wait. ``canary``: sglang_canary's result (kept as canary_summary() under ``canary``), or
     None.
     """
+    if stopped is not None:
+        return stopped_outcome(unit, stopped, packages)
     rollback = {}
     if (next_step or {}).get('action') == 'rollback':
         if rollback_failure is None:
@@ -191,3 +198,23 @@ def outcome(unit, wait_result, failure, next_step=None, rollback_failure=None, p
              ('Hint: %s' % hint) if hint else '', note]
     record.update(outcome=state, message=' '.join(part.strip() for part in parts if part and part.strip()))
     return record
+
+
+def stopped_outcome(unit, stopped, packages=None):
+    """The outcome of an instance whose role run stopped before the waiter's verdict (outcome()'s ``stopped``).
+
+    ``refused`` when the host refused it before anything changed: the decision's refusals (the venv, the model
+    directory, the port, a restart the rollout plan did not foresee; reason ``refused``), or the GPU and checkpoint
+    gates (``gates_ok`` false; reason ``preflight``); else ``failed`` at a step (reason ``step_failed``, ``step`` the
+    task that failed). ``message`` is the failed task's own message: the text the host fails with."""
+    stopped = stopped or {}
+    step = stopped.get('step') or 'a task'
+    if stopped.get('refusals'):
+        state, reason = 'refused', 'refused'
+    elif stopped.get('gates_ok') is False:
+        state, reason = 'refused', 'preflight'
+    else:
+        state, reason = 'failed', 'step_failed'
+    message = (stopped.get('msg') or '').strip() or '%s: %s failed' % (unit, step)
+    return {'ready': False, 'reason': reason, 'step': step, 'outcome': state, 'message': message,
+            'packages': dict(packages or {}), 'rolled_back': False, 'changed_config': False}

@@ -86,6 +86,22 @@ def test_an_instance_refused_by_preflight_is_reported_as_refused():
                      'GPUs FAILED: ecc_uncorrected (GPU 3); checkpoint FAILED: shard_invalid (model-00002-of-00064.safetensors)']]
 
 
+def test_an_instance_stopped_before_its_verdict_says_refused_or_where_it_failed():
+    gpu = {'status': 'failed', 'claimed': [0], 'findings': [{'check': 'ecc_uncorrected', 'gpu': 0, 'waived': False}]}
+    deployments = {'a.service': {'ready': False, 'outcome': 'refused', 'reason': 'refused', 'step': 'Refuse'},
+                   'b.service': {'ready': False, 'outcome': 'refused', 'reason': 'preflight', 'step': 'The GPUs'},
+                   'c.service': {'ready': False, 'outcome': 'failed', 'reason': 'step_failed', 'step': 'Render the unit'},
+                   # a waiter's reason is its own, whatever its word
+                   'd.service': {'ready': False, 'outcome': 'failed', 'reason': 'unit_failed'}}
+    rows = report_rows('gpu-02', deployments, None, {'b.service': health_summary(gpu, CKPT_OK)})
+    assert [(row[1], row[2]) for row in rows] == [('a.service', 'refused before any change'),
+                                                  ('b.service', 'refused by preflight'),
+                                                  ('c.service', 'failed at "Render the unit"'), ('d.service', 'unit_failed')]
+    # one row per instance: the gates' summary is the refused deployment's health column, not a row of its own
+    assert len(rows) == 4
+    assert rows[1][7] == 'GPUs FAILED: ecc_uncorrected; checkpoint ok (64 shards, 64 hashed files match)'
+
+
 WORKERS = [{'host': 'gpu-01', 'instance': 'sglang-k26', 'url': 'http://10.0.0.1:30000'},
            {'host': 'gpu-02', 'instance': 'sglang-k26', 'url': 'http://10.0.0.2:30000'}]
 

@@ -16,6 +16,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_stat
     outcome,
     pins_of,
     start_action,
+    stopped_outcome,
 )
 from ansible_collections.llmops.sglang.plugins.module_utils.host.procfs import boot_time_of, process_started_at
 
@@ -196,3 +197,25 @@ def test_the_outcome_keeps_what_the_canary_analysis_found():
     # no analysis (skipped, or none ran): no canary key
     assert 'canary' not in outcome('u.service', {'ready': True}, None, canary={'skipped': True})
     assert 'canary' not in outcome('u.service', {'ready': True}, None)
+
+
+def test_a_run_stopped_before_the_verdict_is_refused_or_failed_at_its_step():
+    refused = outcome('a.service', {}, None, stopped={'step': 'Refuse what the host cannot run', 'refusals': ['sglang_port=1'],
+                                                      'msg': 'sglang_port=1 is already in use', 'gates_ok': None})
+    assert refused == {'ready': False, 'reason': 'refused', 'step': 'Refuse what the host cannot run', 'outcome': 'refused',
+                       'message': 'sglang_port=1 is already in use', 'packages': {}, 'rolled_back': False,
+                       'changed_config': False}
+    gates = stopped_outcome('a.service', {'step': 'The GPUs and the checkpoint pass the gates', 'refusals': [],
+                                          'gates_ok': False, 'msg': 'a.service refused before any change: x'})
+    assert (gates['outcome'], gates['reason'], gates['message']) == ('refused', 'preflight', 'a.service refused before any change: x')
+    # the decision's refusals come first: the gates never ran after them
+    assert stopped_outcome('a.service', {'refusals': ['x'], 'gates_ok': False})['reason'] == 'refused'
+    # gates that passed, or did not judge, refuse nothing: a later step failed
+    for gates_ok in (True, None):
+        failed = stopped_outcome('a.service', {'step': 'Render the unit', 'msg': ' unrecognized arguments: --x ',
+                                               'gates_ok': gates_ok}, {'sglang': '0.5.23'})
+        assert (failed['outcome'], failed['reason'], failed['step']) == ('failed', 'step_failed', 'Render the unit')
+        assert failed['message'] == 'unrecognized arguments: --x' and failed['packages'] == {'sglang': '0.5.23'}
+    # a failure without a message still says what failed
+    assert stopped_outcome('a.service', {})['message'] == 'a.service: a task failed'
+    assert stopped_outcome('a.service', None)['step'] == 'a task'
