@@ -174,6 +174,9 @@ def test_second_instance_on_the_same_gpus_is_refused(fleet, restore, tmp_path):
     assert outcome['failure'], result
     assert 'GPUs 0,1,2,3,4,5,6,7 are claimed by pf-b.service and by pf-a.service' in outcome['failure'], outcome
     assert 'CUDA_VISIBLE_DEVICES' in outcome['failure']
+    # one row for pf-b, refused by the gates, the gates' findings in its health column
+    rows = [line for line in outcome['report'] if ' pf-b.service ' in line]
+    assert len(rows) == 1 and 'refused by preflight' in rows[0] and 'FAILED' in rows[0], outcome['report']
     assert unit_state(fleet, host) == before
     assert fleet.run(host, 'test ! -e /etc/systemd/system/pf-b.service && test ! -e /etc/sglang/pf-b.env').returncode == 0
 
@@ -196,6 +199,9 @@ def test_a_port_another_process_holds_and_an_incomplete_model_are_refused_togeth
                 % (partial, SHARDS[2])) in outcome['failure'], outcome
         assert ('sglang_port=30019 is already in use by another process while pf-b.service is inactive; pick another '
                 'port or stop that process.') in outcome['failure'], outcome
+        # the fleet report says the role refused it, not that the host was not reached
+        assert [line for line in outcome['report'] if ' pf-b.service ' in line and 'refused before any change' in line], \
+            outcome['report']
         assert unit_state(fleet, host) == before
         assert fleet.run(host, 'test ! -e /etc/systemd/system/pf-b.service && test ! -e /etc/sglang/pf-b.env').returncode == 0
     finally:

@@ -86,6 +86,10 @@ def test_canary_failure_stops_the_rollout_before_other_hosts(deployed):
     assert 'keeps its running configuration' in result.stdout, result
     assert unit_state(fleet, canary) == before[canary.name]
     assert_untouched(fleet, others, before, result)
+    # The report names the step that refused it (the configuration's argument check), not "preflight passed".
+    report = result.stdout.split('TASK [Fleet report')[-1]
+    assert 'failed at "Render the unit, its environment and secrets files and the launcher shim"' in \
+        report_lines(report, canary)[0], report
     # A change that only fails once started (a crash while loading): rolled back to the configuration that served.
     crash = dict(TEST_ENV, SGLANG_STANDIN_FAULT='crash@weights:scheduler_exception')
     result = k26(fleet, 'playbooks/deploy_k26.yml', check_rc=False, sglang_env=crash)
