@@ -215,6 +215,7 @@ def stopped_outcome(unit, stopped, packages=None):
         state, reason = 'refused', 'preflight'
     else:
         state, reason = 'failed', 'step_failed'
-    message = (stopped.get('msg') or '').strip() or '%s: %s failed' % (unit, step)
+    msg = stopped.get('msg')
+    message = ('' if msg is None else msg if isinstance(msg, str) else str(msg)).strip() or '%s: %s failed' % (unit, step)
     return {'ready': False, 'reason': reason, 'step': step, 'outcome': state, 'message': message,
             'packages': dict(packages or {}), 'rolled_back': False, 'changed_config': False}

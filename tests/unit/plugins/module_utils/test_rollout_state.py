@@ -219,3 +219,5 @@ def test_a_run_stopped_before_the_verdict_is_refused_or_failed_at_its_step():
     # a failure without a message still says what failed
     assert stopped_outcome('a.service', {})['message'] == 'a.service: a task failed'
     assert stopped_outcome('a.service', None)['step'] == 'a task'
+    # whatever a module put in its msg, the rescue that calls this must not fail on it
+    assert stopped_outcome('a.service', {'msg': ['x', 1]})['message'] == "['x', 1]"
