@@ -73,7 +73,7 @@ def test_every_filter_has_one_doc_file_and_every_doc_file_a_filter():
     assert names == set(filters()), (sorted(names - set(filters())), sorted(set(filters()) - names))
 
 
-@pytest.mark.parametrize('path', docs(), ids=lambda path: os.path.basename(path))
+@pytest.mark.parametrize('path', docs(), ids=os.path.basename)
 def test_the_doc_parses_and_matches_the_function(path):
     name = os.path.basename(path)[:-4]
     with open(path, encoding='utf-8') as handle:
