@@ -116,7 +116,7 @@ def report_rows(host, deployments, info=None, health=None):
             continue
         seen.add(unit)
         refused = any((summary.get(g) or {}).get('status') == 'failed' for g in ('gpu', 'checkpoint'))
-        rows.append([host, unit, 'refused by preflight' if refused else 'preflight passed', '-', '-',
+        rows.append([host, unit, STOPPED_STATES['preflight'] if refused else 'preflight passed', '-', '-',
                      _versions(packages), '-', _health(summary)])
     for unit, facts in sorted(services.items()):
         if unit in seen:
