@@ -48,15 +48,17 @@ def sglang_plan_table(hosts, hostvars):
         host_route,
         plan_rows,
         plan_summary,
+        refused_units,
     )
-    rows, routes = [], []
+    rows, routes, refused = [], [], 0
     for host in hosts:
         values = hostvars[host] if host in hostvars else {}
         plans = values.get('k26_plan')
         rows.extend(plan_rows(host, plans))
         if plans is not None:
             routes.append(host_route(plans))
-    return format_table(rows, COLUMNS) + [plan_summary(routes)]
+            refused += 1 if refused_units(plans) else 0
+    return format_table(rows, COLUMNS) + [plan_summary(routes, refused)]
 
 
 def sglang_rollout_order(hosts, hostvars, serial):

@@ -164,6 +164,35 @@ def test_check_mode_prints_the_same_table_and_changes_nothing(plan_fleet):
     assert invocation(fleet, single) == before
 
 
+def test_the_plan_names_a_host_the_role_will_refuse_with_its_reason(plan_fleet):
+    """A host that must restart, but whose checkpoint lost its config.json: the plan table says `refused` and why,
+    from the plan's own observation, before the rollout reaches it; then the role refuses it with the same words
+    (check mode: nothing changes on any host)."""
+    fleet, inventory, single, rank0, rank1 = plan_fleet
+    model = '/models/Kimi-K2.6-NVFP4'
+    break_env(fleet, single)
+    before = invocation(fleet, single)
+    fleet.run(single, 'mv %s/config.json %s/config.json.moved' % (model, model), check=True)
+    try:
+        result = deploy(fleet, inventory, '--check')
+    finally:
+        fleet.run(single, 'mv %s/config.json.moved %s/config.json' % (model, model), check=True)
+    assert result.rc != 0, result
+    refusal = 'sglang_model_path=%s: config.json is missing' % model
+    table = result.stdout.split('TASK [The plan (nothing restarts before it is shown)]', 1)[1].split('TASK [', 1)[0]
+    refused = [line for line in table.splitlines() if ' %s ' % single.name in ' %s ' % line and ' refused ' in line]
+    assert len(refused) == 1 and refusal in refused[0], table
+    assert '1 the role will refuse before any change' in table, table
+    # the other hosts' rows are as before (the refusal is the one host's)
+    rows = plan_rows(result.stdout)
+    assert rows[rank0.name] == ('none', 'no') and rows[rank1.name] == ('none', 'no'), table
+    # the role, in its batch, refused it with the same words, and the fleet report says so
+    assert refusal in result.stdout.split(ROLLOUT_PLAY, 1)[1], result
+    assert [line for line in result.stdout.splitlines()
+            if single.name in line and UNIT in line and 'refused before any change' in line], result
+    assert invocation(fleet, single) == before
+
+
 def test_only_the_changed_host_goes_through_the_rollout(plan_fleet):
     fleet, inventory, single, rank0, rank1 = plan_fleet
     break_env(fleet, single)  # idempotent with the previous test's drift: one more line

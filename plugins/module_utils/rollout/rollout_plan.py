@@ -219,13 +219,16 @@ def _with_secrets(want, secret_digest):
 
 
 def plan_host(wants, observed, secrets=None):
-    """unit -> plan_seen() for every instance of a host; ``observed``: sglang_observe's whole result;
-    ``secrets``: unit -> the wanted secrets file's digest (None: no secrets file), kept apart from ``wants``."""
+    """unit -> plan_seen() for every instance of a host, with ``refusals`` (host_refusals: what the server role will
+    refuse the instance for, from this same observation, when the host is not done after the plan);
+    ``observed``: sglang_observe's whole result; ``secrets``: unit -> the wanted secrets file's digest (None: no
+    secrets file), kept apart from ``wants``."""
     secrets = secrets or {}
     plans = {}
     for unit, want in sorted((wants or {}).items()):
         want = _with_secrets(want, secrets.get(unit))
-        plans[unit] = plan_seen(want, instance_seen(observed, unit, want))
+        plans[unit] = dict(plan_seen(want, instance_seen(observed, unit, want)),
+                           refusals=host_refusals(want, observed, unit))
     return plans
 
 
@@ -439,25 +442,44 @@ def hosts_by_route(routes):
     return split
 
 
+def refused_units(plans):
+    """The instances of a host that the server role will refuse before any change (their plan's ``refusals``), in
+    order; none when the host is done after the plan (the role does not run there)."""
+    if not plans or host_route(plans) == 'done':
+        return []
+    return [unit for unit, plan in sorted(plans.items()) if plan.get('refusals')]
+
+
 def plan_rows(host, plans):
-    """Table rows of one host: one per instance, '-' when the host has no plan (it failed before the plan)."""
+    """Table rows of one host: one per instance, '-' when the host has no plan (it failed before the plan). An
+    instance the role will refuse (refused_units) says ``refused``, restarts nothing, and says why: the same
+    refusals, from the same observation, that stop it when its turn comes."""
     if plans is None:
         return [[host, '-', 'not planned', '-', '-', 'failed before the plan (see its error above)']]
+    refused = refused_units(plans)
     rows = []
     for unit, plan in sorted(plans.items()):
-        rows.append([host, unit, plan['action'], ', '.join(plan['changes']) or '-',
-                     'yes' if plan['restart'] else 'no', plan['why']])
+        if unit in refused:
+            rows.append([host, unit, 'refused', ', '.join(plan['changes']) or '-', 'no',
+                         'when its turn comes, before any change: %s' % '; '.join(plan['refusals'])])
+        else:
+            rows.append([host, unit, plan['action'], ', '.join(plan['changes']) or '-',
+                         'yes' if plan['restart'] else 'no', plan['why']])
     return rows
 
 
-def plan_summary(routes):
-    """'3 hosts: 1 through the canary and batches, 0 changed in place, 2 with nothing to do'."""
+def plan_summary(routes, refused=0):
+    """'3 hosts: 1 through the canary and batches, 0 changed in place, 2 with nothing to do', and how many hosts the
+    role will refuse (``refused``: hosts with refused_units), when any."""
     counts = dict((name, 0) for name in ('rollout', 'apply', 'done'))
     for route in routes:
         if route in counts:
             counts[route] += 1
-    return '%d host%s: %d through the canary and batches, %d changed in place without a restart, %d with nothing to do' % (
+    summary = '%d host%s: %d through the canary and batches, %d changed in place without a restart, %d with nothing to do' % (
         len(routes), '' if len(routes) == 1 else 's', counts['rollout'], counts['apply'], counts['done'])
+    if refused:
+        summary += '; %d the role will refuse before any change (action refused: the table says why)' % refused
+    return summary
 
 
 def _batch_target(policy, index, total):

@@ -21,6 +21,7 @@ from ansible_collections.llmops.sglang.plugins.module_utils.rollout.rollout_plan
     plan_seen,
     rounds,
     plan_summary,
+    refused_units,
     host_refusals,
     hosts_by_route,
     rollout_order,
@@ -644,3 +645,38 @@ def test_a_version_the_sync_brings_is_not_judged_here_and_a_stop_is_never_refuse
     for state in ('stopped', 'absent'):
         assert refusals_of(desired('a', state=state), model=incomplete, port_in_use=True,
                            service={'exists': False}) == []
+
+
+# --- the plan's refusals: the same host_refusals, from the plan's observation, in the plan table ---
+
+def test_the_plan_says_which_instances_the_role_will_refuse_and_why():
+    wants = {'a.service': desired('a'), 'b.service': desired('b', observe=dict(desired('b')['observe'], port=30001))}
+    state = host(instances={'a.service': instance(), 'b.service': instance(service={'exists': False}, port_in_use=True)})
+    plans = plan_host(wants, observe(state, list(wants.values())))
+    # the same refusals the role's decide takes from the same observation
+    assert plans['b.service']['refusals'] == host_refusals(wants['b.service'], observe(state, list(wants.values())),
+                                                           'b.service')
+    assert plans['b.service']['refusals'] == [
+        'sglang_port=30001 is already in use by another process while b.service is absent; pick another port or stop '
+        'that process.']
+    assert plans['a.service']['refusals'] == []
+    assert refused_units(plans) == ['b.service']
+    rows = dict((row[1], row) for row in plan_rows('h1', plans))
+    assert rows['b.service'][2:5] == ['refused', rows['b.service'][3], 'no']
+    assert rows['b.service'][5] == 'when its turn comes, before any change: ' + plans['b.service']['refusals'][0]
+    # the other instance of the host keeps its own row
+    assert rows['a.service'][2] == plans['a.service']['action']
+    assert plan_summary(['rollout', 'done'], 1).endswith(
+        '1 with nothing to do; 1 the role will refuse before any change (action refused: the table says why)')
+
+
+def test_a_host_done_after_the_plan_refuses_nothing():
+    """The role does not run on a host the plan leaves alone: a refusal there would stop nothing, so none is shown
+    (its serving unit holds its port; a model directory made incomplete since the load is the next restart's)."""
+    incomplete = {'path': '/models/a', 'exists': True, 'complete': False, 'problem': 'no config.json'}
+    plans = {'a.service': {'action': 'none', 'changes': [], 'restart': False, 'why': 'w',
+                           'refusals': ['sglang_model_path=/models/a: no config.json']}}
+    assert refused_units(plans) == []
+    assert plan_rows('h1', plans)[0][2] == 'none'
+    assert refusals_of(desired('a'), model=incomplete) == ['sglang_model_path=/models/a: no config.json']
+    assert refused_units(None) == [] and refused_units({}) == []
