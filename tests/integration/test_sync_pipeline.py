@@ -328,19 +328,27 @@ def test_an_interrupted_run_resumes_on_every_host_from_its_bytes(fleet, hosts, c
     total = sum(e['size'] for e in manifest.values())
     chain = hosts[:3]
     fresh(fleet, chain)
-    threads, results = run_all(fleet, chain, manifest, mirror, timeout=8)
+    # At half the test's rate (8 s a shard, 32 s for the head's whole copy): the cut below needs the last host at a
+    # third while the head is inside a shard, and each check is two ssh calls. At RATE the head's windows were 1.75 s
+    # of every 4 s and only one or two were left once the last host had its third: in a loaded make test (stop 46)
+    # the checks missed them, the head finished, and the loop waited out its deadline.
+    threads, results = run_all(fleet, chain, manifest, mirror, timeout=8, rate_limit=RATE // 2)
     try:
         deadline = time.monotonic() + 120
         while True:
             # cut when the last host has a third of it and the head is inside a shard (its Range resume is seen). The
-            # head is read last, just before its kill, and must be at least 1 MiB (2 s at RATE) from its shard's end:
-            # in a loaded make test 640 KiB (1.25 s) was once not enough, the head finished its shard before the
-            # kill reached it and no host had a partial file.
-            if sum(staged(fleet, chain[-1]).values()) >= total // 3:
+            # head is read last, just before its kill, and must be at least 1 MiB (4 s at this rate) from its shard's
+            # end: in a loaded make test 640 KiB at RATE (1.25 s) was once not enough, the head finished its shard
+            # before the kill reached it and no host had a partial file.
+            last = sum(staged(fleet, chain[-1]).values())
+            if last >= total // 3:
                 head = staged(fleet, chain[0])
                 if any(128 * 1024 <= head.get(n, 0) <= manifest[n]['size'] - 1024 * 1024
                        for n in safetensors_names(manifest)):
                     break
+            # a run that ended before the cut can never be cut: say so now, not after the deadline
+            assert any(thread.is_alive() for thread in threads), (
+                'every host finished before the cut (the last host had %d of %d bytes): %r' % (last, total, results))
             assert time.monotonic() < deadline, 'the last host never got a third of the checkpoint'
             time.sleep(0.2)
         # the run cut on every host at once: each host's module (the python3 Ansible's pipelining started: its
