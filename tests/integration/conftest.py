@@ -32,6 +32,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -168,6 +169,51 @@ class Fleet(fleet_client.Fleet):
         if limit:
             command += ["--limit", limit]
         return self._ansible(command + list(extra_args), timeout)
+
+
+def _group_cgroup_usage_path():
+    """The cpuacct.usage file of the group's cgroup when run_groups.sh put this pytest in one (llmops-it-GROUP: its
+    pytest, ansible runs and fleet hosts), else None: outside it the cgroup is the whole machine's."""
+    try:
+        with open("/proc/self/cgroup") as handle:
+            for line in handle:
+                _, controllers, path = line.rstrip("\n").split(":", 2)
+                if "cpuacct" in controllers.split(",") and "/llmops-it-" in path:
+                    return "/sys/fs/cgroup/cpuacct%s/cpuacct.usage" % path
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+_USAGE_PATH = _group_cgroup_usage_path()
+_TEST_COSTS = []
+
+
+def _group_cpu_seconds():
+    with open(_USAGE_PATH) as handle:
+        return int(handle.read()) / 1e9
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):  # pylint: disable=unused-argument
+    """Each test's wall time and the CPU its group spent meanwhile (setup, call and teardown; a session fixture's boot
+    counts in the first test that uses it), for the table at the end: where CI's CPU goes, test by test."""
+    if _USAGE_PATH is None:
+        yield
+        return
+    cpu, wall = _group_cpu_seconds(), time.monotonic()
+    yield
+    _TEST_COSTS.append((_group_cpu_seconds() - cpu, time.monotonic() - wall, item.nodeid))
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _TEST_COSTS:
+        return
+    total_cpu = sum(cost[0] for cost in _TEST_COSTS)
+    terminalreporter.write_sep("=", "CPU per test, most first (the group's cgroup: pytest, ansible, its fleet's hosts)")
+    for cpu, wall, nodeid in sorted(_TEST_COSTS, reverse=True):
+        terminalreporter.write_line("%7.1f s CPU %7.1f s wall  %s" % (cpu, wall, nodeid))
+    terminalreporter.write_line("%7.1f s CPU in %d tests" % (total_cpu, len(_TEST_COSTS)))
 
 
 def _raise_interrupt(_signum, _frame):
