@@ -18,6 +18,7 @@ import subprocess
 import time
 
 import pytest
+import yaml
 
 from conftest import REPO_ROOT, local_groups_inventory, venv_tool
 from server_helpers import MODEL, VENV, flat, make_model
@@ -169,7 +170,8 @@ def test_the_plan_names_a_host_the_role_will_refuse_with_its_reason(plan_fleet):
     from the plan's own observation, before the rollout reaches it; then the role refuses it with the same words
     (check mode: nothing changes on any host)."""
     fleet, inventory, single, rank0, rank1 = plan_fleet
-    model = '/models/Kimi-K2.6-NVFP4'
+    # the fleet's checkpoint (its group_vars), which the plan of this deploy checks
+    model = yaml.safe_load((REPO_ROOT / 'inventories' / 'local' / 'group_vars' / 'local_fleet.yml').read_text())['sglang_model_path']
     break_env(fleet, single)
     before = invocation(fleet, single)
     fleet.run(single, 'mv %s/config.json %s/config.json.moved' % (model, model), check=True)
