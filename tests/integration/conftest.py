@@ -177,7 +177,7 @@ def _group_cgroup_usage_path():
     try:
         with open("/proc/self/cgroup") as handle:
             for line in handle:
-                _, controllers, path = line.rstrip("\n").split(":", 2)
+                controllers, path = line.rstrip("\n").split(":", 2)[1:]
                 if "cpuacct" in controllers.split(",") and "/llmops-it-" in path:
                     return "/sys/fs/cgroup/cpuacct%s/cpuacct.usage" % path
     except (OSError, ValueError):
